@@ -144,7 +144,7 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     <T as CpuLaunchers>::attention_backward_prep(executor, crate::hopper::prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     // 16-byte aligned, as the kernel's bulk adds need (a `Vec<f32>` is only 4-byte aligned).
     let mut dq_raw = vec![0.0f32; rows * shape.head_dim + 3];
-    // The `_red` instances' arrival counters (zeroed, as the GPU path's scratch).
+    // The `_red_cvt` instances' arrival counters (zeroed, as the GPU path's scratch).
     let mut dq_count = vec![0u32; ferrocuda_kernels_hopper::attention_backward::dq_count_len(rows)];
     // dQ's bits, which those instances write themselves.
     let mut dq_bits = vec![0u16; shape.q_len()];

@@ -413,13 +413,24 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// counter (`_persistent_dyn`: a block that falls behind takes fewer) instead of in turn.
 /// Where [`hopper_backward_kernel`] picks the persistent `_red` schedule (bf16, D 64, short
 /// walks), its one-block-per-key-block form `attention_backward_d64_bf16_red` is the first trial.
+/// Last, for bf16 D 128 without the mask and D 64 with or without it, `_red_cvt` (session 20):
+/// the `_red` schedule converting dQ in the kernel (the last warp to add to its rows of a tile
+/// converts them; no conversion kernel; 0.39-0.65x `_red` at D 64 on an H200: the per-step
+/// fence costs more than the pass it saves).
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
         Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
-        Some("attention_backward_d128_bf16") => vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn"],
-        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => vec![base, "attention_backward_d64_bf16_red_persistent_dyn"],
-        Some("attention_backward_d64_bf16_red") => vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn"],
+        Some("attention_backward_d128_bf16") => {
+            vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn", "attention_backward_d128_bf16_red_cvt"]
+        }
+        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
+            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
+        }
+        Some("attention_backward_d64_bf16_red") => {
+            vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
+        }
+        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt"],
         _ => vec![],
     }
 }
@@ -467,7 +478,7 @@ const MAP_F32S: usize = 2 * ferrocuda_kernels_hopper::attention_backward::MAPS_A
 /// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
 /// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
 /// `delta` rows (`B·Hq·⌈seq_q/64⌉·64` each), the `dQ` accumulator (`head_dim` times that) and
-/// the `_red` instances' arrival counters (eight per 64 rows; session 20).
+/// the `_red_cvt` trial instances' arrival counters (eight per 64 rows; session 20).
 pub fn backward_scratch_len_sm90(shape: &Attention) -> usize {
     let rows = shape.batch * shape.heads_q * shape.seq_q.div_ceil(64) * 64;
     MAP_F32S + rows * (2 + shape.head_dim) + dq_count_len(rows)
@@ -678,7 +689,7 @@ pub(crate) fn attention_backward<T: Element>(
     // f32, the parts passed beside them) as 1-D f32 arrays with 64-element boxes; nothing
     // writes them during the launch.
     unsafe { (instance.launch)(stream, config, args) }?;
-    // The `_red` instances convert dQ themselves (the last warp to add to a tile's rows).
+    // The `_red_cvt` instances convert dQ themselves (the last warp to add to a tile's rows).
     if !converts_dq {
         <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
     }

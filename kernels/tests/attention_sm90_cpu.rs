@@ -249,15 +249,15 @@ fn s18_every_sm90_instance_the_library_names_has_a_typed_launcher() {
 /// with the given grid and dK length (dK and dV poisoned with NaN bits first); returns
 /// whether any element of dK or dV was written.
 fn s19_backward_writes(grid: (u32, u32), dk_len: usize) -> bool {
-    let (written, dq, _) = red_launch(64, grid, dk_len, 0).expect("the CPU executor runs the launch");
+    let (written, dq, _) = red_launch("attention_backward_d64_bf16_red", 64, grid, dk_len, 0).expect("the CPU executor runs the launch");
     written || dq.iter().any(|&x| x != 0x7fc1)
 }
 
-/// One launch of `attention_backward_d64_bf16_red` on the CPU executor for B 1, H 1, S `s`
+/// One launch of instance `name` (bf16, D 64, no mask) on the CPU executor for B 1, H 1, S `s`
 /// (`s` keys and queries), the given grid and dK length, every dQ arrival counter starting at
 /// `count` (dK, dV and dQ poisoned with NaN bits first): whether any element of dK or dV was
 /// written, dQ's bits and the counters after the launch, or the executor's error.
-fn red_launch(s: usize, grid: (u32, u32), dk_len: usize, count: u32) -> Result<(bool, Vec<u16>, Vec<u32>), ferrocuda_device::cpu::CpuError> {
+fn red_launch(name: &str, s: usize, grid: (u32, u32), dk_len: usize, count: u32) -> Result<(bool, Vec<u16>, Vec<u32>), ferrocuda_device::cpu::CpuError> {
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
     use ferrocuda_kernels_hopper::attention_backward::{
         BOX_BHSD, CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, dq_count_len, shared_bytes,
@@ -301,7 +301,7 @@ fn red_launch(s: usize, grid: (u32, u32), dk_len: usize, count: u32) -> Result<(
         dq: &mut dq,
         dq_count: &mut dq_count,
     };
-    let kernel = backward_kernel("attention_backward_d64_bf16_red").unwrap();
+    let kernel = backward_kernel(name).unwrap();
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(64));
     // SAFETY: the emulated maps describe q, k, v, dout (`[64, 64, 1, 1]` bf16, box `BOX_BHSD`,
     // 128-byte swizzle) and lse2, delta (64 f32, box `STATS_BOX`), alive until it returns.
@@ -322,7 +322,7 @@ fn s19_sm90_backward_entries_refuse_other_grids_and_short_outputs() {
     assert!(!s19_backward_writes((1, 1), 64 * 64 - 2), "a dK shorter than the problem writes nothing");
 }
 
-/// Session 20: the `_red` instances convert dQ themselves, the last warp to add to its rows of
+/// Session 20: the `_red_cvt` instances convert dQ themselves, the last warp to add to its rows of
 /// a tile converting them (per-warp arrival counters, `atom.inc` with the key blocks' count as
 /// its wrap). Each element of dQ must have one writer per launch whatever the counters hold
 /// (they live in the caller's scratch): with S 256 (two key blocks, so two arrivals per
@@ -332,13 +332,14 @@ fn s19_sm90_backward_entries_refuse_other_grids_and_short_outputs() {
 /// element in a launch as an error, so `Ok` is the single-writer check.
 #[test]
 fn s20_red_dq_conversion_has_one_writer_whatever_the_counters_hold() {
+    const CVT: &str = "attention_backward_d64_bf16_red_cvt";
     let (s, grid) = (256usize, (2u32, 1u32));
-    let (written, dq, counters) = red_launch(s, grid, s * 64, 0).expect("counters at 0: a clean launch");
+    let (written, dq, counters) = red_launch(CVT, s, grid, s * 64, 0).expect("counters at 0: a clean launch");
     assert!(written, "dK and dV are written (positive control)");
     assert!(dq.iter().all(|&x| x != 0x7fc1), "counters at 0: every dQ element converted in the kernel");
     assert!(counters.iter().all(|&c| c == 0), "counters at 0: left at 0 for the next launch (the reset protocol)");
-    let (_, early, _) = red_launch(s, grid, s * 64, 1).expect("counters one short of the wrap: no race");
+    let (_, early, _) = red_launch(CVT, s, grid, s * 64, 1).expect("counters one short of the wrap: no race");
     assert!(early.iter().all(|&x| x != 0x7fc1), "counters at 1: the first arrival converts (early), once");
-    let (_, none, _) = red_launch(s, grid, s * 64, 7).expect("counters past the wrap: no race");
+    let (_, none, _) = red_launch(CVT, s, grid, s * 64, 7).expect("counters past the wrap: no race");
     assert!(none.iter().all(|&x| x == 0x7fc1), "counters past the wrap: no warp converts");
 }

@@ -28,7 +28,23 @@
 //! - Around it: before, a kernel of `ferrocuda-kernels-device` writes the padded `lse·log2 e`
 //!   (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`, and
 //!   `attention_backward_store_maps` the tensor maps; after, one converts
-//!   `dQ = scale · dQacc` to the element type in the caller's layout.
+//!   `dQ = scale · dQacc` to the element type in the caller's layout. The `_red_cvt` trial
+//!   instances (session 20; bf16, D 64 and 128, D 64 causal) convert dQ themselves instead,
+//!   on the `_red` schedule: each consumer warp
+//!   arrives on a counter of its 16 rows of the tile (`dq_count`, [`dq_count_index`]) a step
+//!   after its adds (every lane fences them at device scope, so the fence's wait overlaps the
+//!   step's `dV`/`dK` products; after a unit's last step at once), with `atom.inc` wrapping at
+//!   the number of key blocks walking the tile; the warp that sees the last count reads its
+//!   quads back from L2, writes them as `scale · dQ` in the element type and the caller's
+//!   layout, and zeroes them. So a launch that completes leaves the accumulator and the
+//!   counters zeroed (the reset protocol: the next launch could start without a memset; the
+//!   library still zeroes them on every call, as a caller's scratch may hold anything), and
+//!   whatever the counters held at the launch, each of dQ's elements has at most one writer
+//!   (at most one arrival per launch sees the last count). Measured on an H200 (session 20,
+//!   `bench/results/s20-attn`): 0.39-0.65x the `_red` schedule with the conversion kernel (D 64,
+//!   S 512-4k): the per-step device-scope fence in every consumer lane (`MEMBAR.ALL.GPU`, which
+//!   waits for the lane's `red`s to reach L2) costs far more than the conversion pass saves, so
+//!   they are not picked.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
@@ -66,7 +82,9 @@
 //! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
 //! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`; `batch` the batch
 //! entries; for the `_persistent_dyn` instances `next` a zeroed `u32` that only they touch
-//! during the launch (the others do not read it).
+//! during the launch (the others do not read it); for the `_red_cvt` instances `dq`
+//! (`B·Hq·seq_q·D` elements, the maps' layout) and `dq_count` ([`dq_count_len`] counters,
+//! zeroed for a complete dQ; the others touch neither).
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
@@ -120,13 +138,13 @@ pub const fn dq_acc_index(head_dim: u32, tiles: u32, bhq: u32, tile: u32, q: u32
 }
 
 /// Where the arrival counter of warp `warp` of consumer `consumer` on query tile `tile` of
-/// query head row `bhq` sits in `dq_count` (the `_red` instances' in-kernel conversion, session
-/// 20): eight per tile, one per consumer warp (its 16 accumulator rows of the tile).
+/// query head row `bhq` sits in `dq_count` (the `_red_cvt` instances' in-kernel conversion,
+/// session 20): eight per tile, one per consumer warp (its 16 accumulator rows of the tile).
 pub const fn dq_count_index(tiles: u32, bhq: u32, tile: u32, consumer: u32, warp: u32) -> usize {
     ((bhq as usize * tiles as usize + tile as usize) * 2 + consumer as usize) * 4 + warp as usize
 }
 
-/// `u32` counters of the `_red` instances' in-kernel `dQ` conversion for `rows` padded query
+/// `u32` counters of the `_red_cvt` instances' in-kernel `dQ` conversion for `rows` padded query
 /// rows in all (`B·Hq·seq_pad`): eight per 64-row tile ([`dq_count_index`]).
 pub const fn dq_count_len(rows: usize) -> usize {
     rows / BQ as usize * 8
@@ -639,7 +657,9 @@ mod body {
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
     /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`, or with `PERSISTENT`
     /// `(g, 1)` with `1 <= g <=` the units (`problem.batch` the batch entries); run as every
-    /// thread of the grid.
+    /// thread of the grid. With `CONVERT`: `dq_out` holds `B·Hq·seq_q·D` elements that
+    /// nothing else touches during the launch, `dq_count` [`dq_count_len`] `u32`s that only
+    /// atomic operations touch.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<
@@ -652,6 +672,7 @@ mod body {
         const LONGEST_FIRST: bool,
         const PERSISTENT: bool,
         const DYNAMIC: bool,
+        const CONVERT: bool,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -663,6 +684,8 @@ mod body {
         dq_count: *mut u32,
     ) {
         const { assert!(PERSISTENT || !DYNAMIC) };
+        // The in-kernel conversion is the `red.global.add` path's (its warps add their own rows).
+        const { assert!(!(CONVERT && BULK_DQ)) };
         // The persistent schedule walks key blocks of equal length (no mask): its blocks'
         // units are taken in turn, not balanced.
         const { assert!(!(PERSISTENT && CAUSAL)) };
@@ -931,7 +954,7 @@ mod body {
         // where its first quad of the consumer's `dQ` tile goes (quad j: 2 KiB further).
         let me = (tid % 128) as usize;
         let dq_me = layout.dq(consumer) + 16 * me as u32;
-        // `_red` (in-kernel conversion, session 20): this warp's arrival on its rows of the tile
+        // `CONVERT` (`_red_cvt`, in-kernel conversion, session 20): this warp's arrival on its rows of the tile
         // of query head `h`, queries `q0..`, of batch entry `b`, after its lanes' adds to them:
         // the rows are done once every key block walking the tile has added them (all of a
         // head's key blocks, or with the causal mask those starting at or before the tile's
@@ -1110,7 +1133,7 @@ mod body {
                         wgmma::commit();
                     }
                 }
-                if !BULK_DQ && n > 0 {
+                if CONVERT && n > 0 {
                     // The previous step's adds (dV and dK run meanwhile).
                     let (h, q0) = w.at(n - 1, hk * group);
                     arrive(b, h, q0);
@@ -1193,8 +1216,8 @@ mod body {
                             unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
                         }
                     });
-                    // In-kernel conversion (session 20): this warp's arrival on the tile's rows
-                    // comes in the next step, while its `dV`/`dK` products run (`arrive` below).
+                    // `CONVERT` (session 20): this warp's arrival on the tile's rows comes in the
+                    // next step, while its `dV`/`dK` products run (`arrive` above).
                 }
                 // SAFETY: see above.
                 unsafe { wgmma::wait::<0>() };
@@ -1223,7 +1246,7 @@ mod body {
             } else {
                 (b, hk)
             };
-            if !BULK_DQ && w.steps > 0 {
+            if CONVERT && w.steps > 0 {
                 // The unit's last step's adds.
                 let (h, q0) = w.at(w.steps - 1, hk * group);
                 arrive(b, h, q0);
@@ -1287,7 +1310,7 @@ mod body {
         /// The `_dyn` instances' work counter (a `u32`, zeroed for a complete result).
         pub next: N,
         /// dQ (`B·Hq·seq_q·D` elements), which the instances that convert it themselves
-        /// ([`BackwardKernel::converts_dq`]: the `_red` ones) write; the others do not touch it.
+        /// ([`BackwardKernel::converts_dq`]: `_red_cvt`) write; the others do not touch it.
         pub dq: W,
         /// Their arrival counters ([`dq_count_len`], zeroed for a complete result; a launch
         /// that completes leaves them zeroed, as it leaves `dq_acc`); the others do not touch it.
@@ -1315,7 +1338,7 @@ mod body {
     pub struct BackwardKernel {
         /// The kernel's symbol (its name).
         pub name: &'static str,
-        /// Whether it converts `dQ` itself (the `_red` instances, session 20: the last warp to
+        /// Whether it converts `dQ` itself (the `_red_cvt` instances, session 20: the last warp to
         /// add to its rows of a tile converts them and zeroes them in the accumulator), so that
         /// no conversion kernel follows it.
         pub converts_dq: bool,
@@ -1354,7 +1377,7 @@ mod body {
     /// `B·Hq·seq_q·D`, K, V `B·Hkv·seq_kv·D`, `lse2` and `delta` `B·Hq·seq_pad`: what the maps
     /// must describe; dQ's accumulator at least `B·Hq·D·seq_pad` from a 16-byte aligned start,
     /// dK and dV at least `B·Hkv·seq_kv·D` from a 4-byte aligned one), and for `DYNAMIC` a
-    /// counter; for `CONVERT` (the `_red` instances, which convert `dQ` themselves) `dq` at
+    /// counter; for `CONVERT` (the `_red_cvt` instances, which convert `dQ` themselves) `dq` at
     /// least `B·Hq·seq_q·D` elements and `dq_count` at least [`dq_count_len`] counters.
     ///
     /// dQ's ownership (`CONVERT`): element `(b, h, q, d)` is written only by the warp whose
@@ -1425,7 +1448,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal $(, $dynamic:literal)?;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal, $dynamic:literal, $convert:literal;)*) => {$(
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name (the 16-bit operands are its bits). Launch: 384 threads,
             /// `shared_bytes(D)` of dynamic shared memory, grid `(blocks_x(seq_kv, paired),
@@ -1452,8 +1475,9 @@ mod body {
                 mut dq: UncheckedSlice<u16>, dq_count: AtomicSlice<u32>,
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
-                const DYNAMIC: bool = false $(|| $dynamic)?;
-                if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC, { !$bulk }>(
+                const DYNAMIC: bool = $dynamic;
+                const CONVERT: bool = $convert;
+                if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC, CONVERT>(
                     maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next, &mut dq, &dq_count,
                 ) {
                     return;
@@ -1464,7 +1488,7 @@ mod body {
                 // and dQ's accumulator is only added to atomically); `next` is the launch's
                 // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT>(
                         [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
                         dq.as_mut_ptr(), dq_count.as_ptr(),
                     )
@@ -1474,7 +1498,7 @@ mod body {
             #[cfg(not(target_arch = "nvptx64"))]
             const BACKWARD: &[BackwardKernel] = &[$(BackwardKernel {
                 name: $name::SYMBOL,
-                converts_dq: !$bulk,
+                converts_dq: $convert,
                 function: $name::function,
                 // SAFETY: forwarded (the field's contract).
                 launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs<'_>| unsafe {
@@ -1497,35 +1521,38 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false;
-        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true;
-        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false;
-        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true;
-        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false;
-        attention_backward_d64_f16: 64, false, true, true, true, true, false, false;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true, false, false;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, false;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, false;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, false;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, false;
+        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, false;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, false;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, false;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, false;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, false;
+        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, false;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, false;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, false;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, false;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, false;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, false;
+        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, true;
+        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, true;
+        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, true;
     }
 }
 
