@@ -139,6 +139,10 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     <T as CpuLaunchers>::attention_backward_prep(executor, crate::hopper::prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     // 16-byte aligned, as the kernel's bulk adds need (a `Vec<f32>` is only 4-byte aligned).
     let mut dq_raw = vec![0.0f32; rows * shape.head_dim + 3];
+    // The `_red_cvt` instances' arrival counters (zeroed, as the GPU path's scratch).
+    let mut dq_count = vec![0u32; ferrocuda_kernels_hopper::attention_backward::dq_count_len(rows)];
+    // dQ's bits, which those instances write themselves.
+    let mut dq_bits = vec![0u16; shape.q_len()];
     let skip = dq_raw.as_ptr().align_offset(16);
     let dq_acc = &mut dq_raw[skip..skip + rows * shape.head_dim];
     // 32-bit words for the kernel's paired stores (a `[T]` may be only 2-byte aligned).
@@ -194,6 +198,8 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
         dv: bytemuck::cast_slice_mut(&mut dv_words),
         problem,
         next: &mut counter,
+        dq: &mut dq_bits,
+        dq_count: &mut dq_count,
     };
     let Some(instance) = backward_kernel(kernel) else { unreachable!("backward_instances names kernels of ferrocuda-kernels-hopper") };
     // SAFETY: the kernel's contract (the maps; it checks the rest): the emulated maps describe
@@ -201,7 +207,16 @@ pub fn attention_backward_sm90_kernel<T: Element>(executor: &CpuExecutor, kernel
     // and delta (`B·Hq·seq_pad` f32, written by the prep launch), the slices passed beside them,
     // alive until the launch returns.
     unsafe { (instance.launch_cpu)(executor, config, args) }?;
-    <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
+    if instance.converts_dq {
+        bytemuck::cast_slice_mut::<T, u16>(dq).copy_from_slice(&dq_bits);
+        // The reset protocol: a launch that completes leaves the accumulator and the counters zeroed.
+        assert!(
+            dq_acc.iter().all(|&x| x == 0.0) && dq_count.iter().all(|&c| c == 0),
+            "{kernel} left its dQ accumulator or arrival counters nonzero (the in-kernel conversion's reset protocol)"
+        );
+    } else {
+        <T as CpuLaunchers>::attention_backward_dq_convert(executor, crate::hopper::dq_convert_grid(&shape), &*dq_acc, dq, head_dim, kernel_shape)?;
+    }
     for (words, out) in [(&dk_words, dk), (&dv_words, dv)] {
         // Both are 16-bit types here (bf16, f16): the words' bytes are the elements' bytes.
         bytemuck::cast_slice_mut::<T, u8>(out).copy_from_slice(bytemuck::cast_slice::<u32, u8>(words));

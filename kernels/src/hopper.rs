@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::{BufferAccess, DeviceBuffer, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{BM, BOX, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_q2};
-use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, store_maps};
+use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, dq_count_len, store_maps};
 use half::bf16;
 
 use crate::attention::{Attention, Backward, Layout};
@@ -413,13 +413,24 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// counter (`_persistent_dyn`: a block that falls behind takes fewer) instead of in turn.
 /// Where [`hopper_backward_kernel`] picks the persistent `_red` schedule (bf16, D 64, short
 /// walks), its one-block-per-key-block form `attention_backward_d64_bf16_red` is the first trial.
+/// Last, for bf16 D 128 without the mask and D 64 with or without it, `_red_cvt` (session 20):
+/// the `_red` schedule converting dQ in the kernel (the last warp to add to its rows of a tile
+/// converts them; no conversion kernel; 0.39-0.65x `_red` at D 64 on an H200: the per-step
+/// fence costs more than the pass it saves).
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
         Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
-        Some("attention_backward_d128_bf16") => vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn"],
-        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => vec![base, "attention_backward_d64_bf16_red_persistent_dyn"],
-        Some("attention_backward_d64_bf16_red") => vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn"],
+        Some("attention_backward_d128_bf16") => {
+            vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn", "attention_backward_d128_bf16_red_cvt"]
+        }
+        Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
+            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
+        }
+        Some("attention_backward_d64_bf16_red") => {
+            vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
+        }
+        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt"],
         _ => vec![],
     }
 }
@@ -466,10 +477,11 @@ const MAP_F32S: usize = 2 * ferrocuda_kernels_hopper::attention_backward::MAPS_A
 
 /// The length of the `f32` scratch area with which the sm_90 backward runs on memory its
 /// caller owns (`attention::attention_backward_with_scratch`): the six tensor maps, the padded `lse·log2 e` and
-/// `delta` rows (`B·Hq·⌈seq_q/64⌉·64` each) and the `dQ` accumulator (`head_dim` times that).
+/// `delta` rows (`B·Hq·⌈seq_q/64⌉·64` each), the `dQ` accumulator (`head_dim` times that) and
+/// the `_red_cvt` trial instances' arrival counters (eight per 64 rows; session 20).
 pub fn backward_scratch_len_sm90(shape: &Attention) -> usize {
     let rows = shape.batch * shape.heads_q * shape.seq_q.div_ceil(64) * 64;
-    MAP_F32S + rows * (2 + shape.head_dim)
+    MAP_F32S + rows * (2 + shape.head_dim) + dq_count_len(rows)
 }
 
 /// A part of memory this module holds mutably borrowed for a whole call (the backward's
@@ -587,21 +599,25 @@ pub(crate) fn attention_backward<T: Element>(
         Some(s) => s.kernel_arg_mut(),
         None => owned.insert(DeviceBuffer::<f32>::zeroed_async(stream, need)?).kernel_arg_mut(),
     };
-    let (mut maps_area, mut lse2, mut delta, mut dq_acc) = (
-        Part::<u64>::of::<f32>(whole, 0, MAP_F32S),
-        Part::<f32>::of::<f32>(whole, MAP_F32S, rows),
-        Part::<f32>::of::<f32>(whole, MAP_F32S + rows, rows),
-        Part::<f32>::of::<f32>(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
-    );
     if zero_here {
-        let (pa, words) = (dq_acc.0.ptr(), dq_acc.0.len());
-        stream.enqueue("attention_backward (sm_90): zero dQ", &[dq_acc.kernel_arg_mut().write("dq_acc")], |raw| {
+        // The accumulator and the counters after it, one range (a part of its own, gone before
+        // the call's parts are made: they do not overlap).
+        let mut zeroed = Part::<u32>::of::<f32>(whole, MAP_F32S + 2 * rows, rows * shape.head_dim + dq_count_len(rows));
+        let (pa, words) = (zeroed.0.ptr(), zeroed.0.len());
+        stream.enqueue("attention_backward (sm_90): zero dQ", &[zeroed.kernel_arg_mut().write("dq_acc")], |raw| {
             // SAFETY: `words` 32-bit words of device memory of this context at `pa` (a part of
             // the caller's scratch, held mutably borrowed, 4-byte aligned), declared written
             // above.
             check("cuMemsetD32Async", unsafe { sys::cuMemsetD32Async(pa, 0, words, raw.get()) })
         })?;
     }
+    let (mut maps_area, mut lse2, mut delta, mut dq_acc, mut dq_count) = (
+        Part::<u64>::of::<f32>(whole, 0, MAP_F32S),
+        Part::<f32>::of::<f32>(whole, MAP_F32S, rows),
+        Part::<f32>::of::<f32>(whole, MAP_F32S + rows, rows),
+        Part::<f32>::of::<f32>(whole, MAP_F32S + 2 * rows, rows * shape.head_dim),
+        Part::<u32>::of::<f32>(whole, MAP_F32S + (2 + shape.head_dim) * rows, dq_count_len(rows)),
+    );
     <T as Launchers>::attention_backward_prep(stream, prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
     context.bind_to_thread()?;
@@ -637,6 +653,8 @@ pub(crate) fn attention_backward<T: Element>(
     let mut counter = Part::<u32>::of::<f32>(whole, 2 * MAP_WORDS, 1);
     let (q, k, v, dout) = (Same::<u16>::of(q), Same::<u16>::of(k), Same::<u16>::of(v), Same::<u16>::of(dout));
     let (mut dk, mut dv) = (Part::<u16>::all(dk), Part::<u16>::all(dv));
+    let converts_dq = instance.converts_dq;
+    let mut dq_bits = Part::<u16>::all(&mut *dq);
     let args = GpuBackwardArgs {
         maps: ferrocuda_host::DevicePtr::from_address(map_words.0.ptr()),
         map_words: &map_words,
@@ -659,6 +677,8 @@ pub(crate) fn attention_backward<T: Element>(
             batch: shape.batch as u32,
         },
         next: &mut counter,
+        dq: &mut dq_bits,
+        dq_count: &mut dq_count,
     };
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
     // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention_backward`), which is
@@ -669,7 +689,10 @@ pub(crate) fn attention_backward<T: Element>(
     // f32, the parts passed beside them) as 1-D f32 arrays with 64-element boxes; nothing
     // writes them during the launch.
     unsafe { (instance.launch)(stream, config, args) }?;
-    <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
+    // The `_red_cvt` instances convert dQ themselves (the last warp to add to a tile's rows).
+    if !converts_dq {
+        <T as Launchers>::attention_backward_dq_convert(stream, dq_convert_grid(&shape), &dq_acc, dq, head_dim, kernel_shape)?;
+    }
     // `owned` (if any) is freed in stream order after these launches (their uses are recorded).
     drop(owned);
     Ok(true)

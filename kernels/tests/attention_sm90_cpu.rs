@@ -249,9 +249,20 @@ fn s18_every_sm90_instance_the_library_names_has_a_typed_launcher() {
 /// with the given grid and dK length (dK and dV poisoned with NaN bits first); returns
 /// whether any element of dK or dV was written.
 fn s19_backward_writes(grid: (u32, u32), dk_len: usize) -> bool {
+    let (written, dq, _) = red_launch("attention_backward_d64_bf16_red", 64, grid, dk_len, 0).expect("the CPU executor runs the launch");
+    written || dq.iter().any(|&x| x != 0x7fc1)
+}
+
+/// One launch of instance `name` (bf16, D 64, no mask) on the CPU executor for B 1, H 1, S `s`
+/// (`s` keys and queries), the given grid and dK length, every dQ arrival counter starting at
+/// `count` (dK, dV and dQ poisoned with NaN bits first): whether any element of dK or dV was
+/// written, dQ's bits and the counters after the launch, or the executor's error.
+fn red_launch(name: &str, s: usize, grid: (u32, u32), dk_len: usize, count: u32) -> Result<(bool, Vec<u16>, Vec<u32>), ferrocuda_device::cpu::CpuError> {
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention_backward::{BOX_BHSD, CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, shared_bytes};
-    let (s, d) = (64usize, 64usize);
+    use ferrocuda_kernels_hopper::attention_backward::{
+        BOX_BHSD, CpuBackwardArgs, MAP_WORDS, Problem, STATS_BOX, THREADS, backward_kernel, dq_count_len, shared_bytes,
+    };
+    let d = 64usize;
     let operand = |seed| -> Vec<u16> { input::<bf16>(s * d, seed, 1.0).0.iter().map(|x| x.to_bits()).collect() };
     let (q, k, v, dout) = (operand(1), operand(2), operand(3), operand(4));
     let (lse2, delta) = (vec![0.0f32; s], vec![0.0f32; s]);
@@ -272,6 +283,7 @@ fn s19_backward_writes(grid: (u32, u32), dk_len: usize) -> bool {
     let at = dq_raw.as_ptr().align_offset(16);
     let (mut dk_words, mut dv_words) = (vec![0x7fc1_7fc1u32; dk_len / 2], vec![0x7fc1_7fc1u32; s * d / 2]);
     let mut counter = [0u32];
+    let (mut dq, mut dq_count) = (vec![0x7fc1u16; s * d], vec![count; dq_count_len(s.div_ceil(64) * 64)]);
     let args = CpuBackwardArgs {
         maps: maps.as_ptr().cast(),
         map_words: maps,
@@ -286,13 +298,15 @@ fn s19_backward_writes(grid: (u32, u32), dk_len: usize) -> bool {
         dv: bytemuck::cast_slice_mut(&mut dv_words),
         problem: Problem { seq_q: s as u32, seq_kv: s as u32, heads_q: 1, heads_kv: 1, bshd: 0, scale: 0.125, batch: 1 },
         next: &mut counter,
+        dq: &mut dq,
+        dq_count: &mut dq_count,
     };
-    let kernel = backward_kernel("attention_backward_d64_bf16_red").unwrap();
+    let kernel = backward_kernel(name).unwrap();
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared_bytes(64));
     // SAFETY: the emulated maps describe q, k, v, dout (`[64, 64, 1, 1]` bf16, box `BOX_BHSD`,
     // 128-byte swizzle) and lse2, delta (64 f32, box `STATS_BOX`), alive until it returns.
-    unsafe { (kernel.launch_cpu)(&CpuExecutor::new(), config, args) }.unwrap();
-    dk_words.iter().chain(&dv_words).any(|&w| w != 0x7fc1_7fc1)
+    unsafe { (kernel.launch_cpu)(&CpuExecutor::new(), config, args) }?;
+    Ok((dk_words.iter().chain(&dv_words).any(|&w| w != 0x7fc1_7fc1), dq, dq_count))
 }
 
 /// Session 19: the sm_90 backward entries take dK and dV as `UncheckedSlice`s, whose
@@ -306,4 +320,26 @@ fn s19_sm90_backward_entries_refuse_other_grids_and_short_outputs() {
     assert!(!s19_backward_writes((1, 2), 64 * 64), "a second row of blocks (two blocks on one key block) writes nothing");
     assert!(!s19_backward_writes((2, 1), 64 * 64), "a second block along x (a key block past the end) writes nothing");
     assert!(!s19_backward_writes((1, 1), 64 * 64 - 2), "a dK shorter than the problem writes nothing");
+}
+
+/// Session 20: the `_red_cvt` instances convert dQ themselves, the last warp to add to its rows of
+/// a tile converting them (per-warp arrival counters, `atom.inc` with the key blocks' count as
+/// its wrap). Each element of dQ must have one writer per launch whatever the counters hold
+/// (they live in the caller's scratch): with S 256 (two key blocks, so two arrivals per
+/// counter), counters starting at 0 give every dQ element and leave the counters at 0 (the
+/// reset protocol); starting at 1 (one short of the wrap) a warp converts early, once; far past
+/// it, none converts. The executor's race detector (on by default) reports two writers of one
+/// element in a launch as an error, so `Ok` is the single-writer check.
+#[test]
+fn s20_red_dq_conversion_has_one_writer_whatever_the_counters_hold() {
+    const CVT: &str = "attention_backward_d64_bf16_red_cvt";
+    let (s, grid) = (256usize, (2u32, 1u32));
+    let (written, dq, counters) = red_launch(CVT, s, grid, s * 64, 0).expect("counters at 0: a clean launch");
+    assert!(written, "dK and dV are written (positive control)");
+    assert!(dq.iter().all(|&x| x != 0x7fc1), "counters at 0: every dQ element converted in the kernel");
+    assert!(counters.iter().all(|&c| c == 0), "counters at 0: left at 0 for the next launch (the reset protocol)");
+    let (_, early, _) = red_launch(CVT, s, grid, s * 64, 1).expect("counters one short of the wrap: no race");
+    assert!(early.iter().all(|&x| x != 0x7fc1), "counters at 1: the first arrival converts (early), once");
+    let (_, none, _) = red_launch(CVT, s, grid, s * 64, 7).expect("counters past the wrap: no race");
+    assert!(none.iter().all(|&x| x == 0x7fc1), "counters past the wrap: no warp converts");
 }

@@ -28,7 +28,23 @@
 //! - Around it: before, a kernel of `ferrocuda-kernels-device` writes the padded `lse·log2 e`
 //!   (+inf past the sequence) and `delta` rows `[B·Hq, seq_pad]`, and
 //!   `attention_backward_store_maps` the tensor maps; after, one converts
-//!   `dQ = scale · dQacc` to the element type in the caller's layout.
+//!   `dQ = scale · dQacc` to the element type in the caller's layout. The `_red_cvt` trial
+//!   instances (session 20; bf16, D 64 and 128, D 64 causal) convert dQ themselves instead,
+//!   on the `_red` schedule: each consumer warp
+//!   arrives on a counter of its 16 rows of the tile (`dq_count`, [`dq_count_index`]) a step
+//!   after its adds (every lane fences them at device scope, so the fence's wait overlaps the
+//!   step's `dV`/`dK` products; after a unit's last step at once), with `atom.inc` wrapping at
+//!   the number of key blocks walking the tile; the warp that sees the last count reads its
+//!   quads back from L2, writes them as `scale · dQ` in the element type and the caller's
+//!   layout, and zeroes them. So a launch that completes leaves the accumulator and the
+//!   counters zeroed (the reset protocol: the next launch could start without a memset; the
+//!   library still zeroes them on every call, as a caller's scratch may hold anything), and
+//!   whatever the counters held at the launch, each of dQ's elements has at most one writer
+//!   (at most one arrival per launch sees the last count). Measured on an H200 (session 20,
+//!   `bench/results/s20-attn`): 0.39-0.65x the `_red` schedule with the conversion kernel (D 64,
+//!   S 512-4k): the per-step device-scope fence in every consumer lane (`MEMBAR.ALL.GPU`, which
+//!   waits for the lane's `red`s to reach L2) costs far more than the conversion pass saves, so
+//!   they are not picked.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
@@ -66,7 +82,9 @@
 //! 16-byte aligned, tiled as [`dq_acc_index`] says); `dk`, `dv` `B·Hkv·seq_kv·D` elements in
 //! the maps' layout, 4-byte aligned; `heads_q` a multiple of `heads_kv`; `batch` the batch
 //! entries; for the `_persistent_dyn` instances `next` a zeroed `u32` that only they touch
-//! during the launch (the others do not read it).
+//! during the launch (the others do not read it); for the `_red_cvt` instances `dq`
+//! (`B·Hq·seq_q·D` elements, the maps' layout) and `dq_count` ([`dq_count_len`] counters,
+//! zeroed for a complete dQ; the others touch neither).
 
 /// Keys per block (two consumer warpgroups of 64).
 pub const BN: u32 = 128;
@@ -117,6 +135,19 @@ pub const fn dq_acc_index(head_dim: u32, tiles: u32, bhq: u32, tile: u32, q: u32
     let register = 4 * (col / 8) + 2 * ((row % 16) / 8) + col % 2;
     let tile_base = (bhq as usize * tiles as usize + tile as usize) * (BQ * head_dim) as usize;
     tile_base + (consumer * BQ * head_dim / 2) as usize + ((register / 4 * 128 + thread) * 4 + register % 4) as usize
+}
+
+/// Where the arrival counter of warp `warp` of consumer `consumer` on query tile `tile` of
+/// query head row `bhq` sits in `dq_count` (the `_red_cvt` instances' in-kernel conversion,
+/// session 20): eight per tile, one per consumer warp (its 16 accumulator rows of the tile).
+pub const fn dq_count_index(tiles: u32, bhq: u32, tile: u32, consumer: u32, warp: u32) -> usize {
+    ((bhq as usize * tiles as usize + tile as usize) * 2 + consumer as usize) * 4 + warp as usize
+}
+
+/// `u32` counters of the `_red_cvt` instances' in-kernel `dQ` conversion for `rows` padded query
+/// rows in all (`B·Hq·seq_pad`): eight per 64-row tile ([`dq_count_index`]).
+pub const fn dq_count_len(rows: usize) -> usize {
+    rows / BQ as usize * 8
 }
 
 /// Bytes of one step's `lse2` and `delta` rows in the ring (64 f32 each).
@@ -188,10 +219,11 @@ mod body {
     use ferrocuda_device::shared::{SharedElement, dynamic_shared};
     use ferrocuda_device::shared_vector::{SharedX2, SharedX4};
     use ferrocuda_device::sync::sync_threads;
-    use ferrocuda_device::sync::sync_warp;
+    use ferrocuda_device::sync::{fence_acq_rel_device, sync_warp};
     use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::warp::shuffle;
     use ferrocuda_device::warpgroup;
     use ferrocuda_device::wgmma::{self, Descriptor, fence_accumulators_32, fence_accumulators_64};
 
@@ -400,6 +432,14 @@ mod body {
             if self.bshd != 0 { [col as i32, h as i32, s as i32, b as i32] } else { [col as i32, s as i32, h as i32, b as i32] }
         }
 
+        /// The element index of column 0 of query position `s` of query head `h`.
+        #[inline(always)]
+        fn q_at<const D: u32>(self, b: u32, h: u32, s: u32) -> usize {
+            let (b, h, s, heads, seq) = (b as usize, h as usize, s as usize, self.heads_q as usize, self.seq_q as usize);
+            let row = if self.bshd != 0 { (b * seq + s) * heads + h } else { (b * heads + h) * seq + s };
+            row * D as usize
+        }
+
         /// The element index of column 0 of key position `s` of key/value head `h`.
         #[inline(always)]
         fn kv_at<const D: u32>(self, b: u32, h: u32, s: u32) -> usize {
@@ -447,6 +487,155 @@ mod body {
         }
     }
 
+    /// `ld.relaxed.gpu.global.v4.f32`: the four f32 at `p` (16-byte aligned), read atomically
+    /// each (device scope, from L2: what other blocks' `red`s added).
+    ///
+    /// # Safety
+    /// As for [`add_quad`].
+    #[inline(always)]
+    unsafe fn load_quad(p: *const f32) -> [f32; 4] {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (a, b, c, d): (f32, f32, f32, f32);
+            // SAFETY: the caller's contract.
+            unsafe {
+                core::arch::asm!(
+                    "ld.relaxed.gpu.global.v4.f32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                    p = in(reg64) p, a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, options(nostack)
+                )
+            };
+            [a, b, c, d]
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the caller's contract (the executor's atomics on the four words).
+        unsafe {
+            core::array::from_fn(|i| Atomic::from_ptr(p.add(i) as *mut f32).load())
+        }
+    }
+
+    /// `st.relaxed.gpu.global.v4.f32` of four zeros at `p` (16-byte aligned): the accumulator
+    /// left as the next launch needs it.
+    ///
+    /// # Safety
+    /// As for [`add_quad`].
+    #[inline(always)]
+    unsafe fn zero_quad(p: *mut f32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: the caller's contract.
+        unsafe {
+            core::arch::asm!("st.relaxed.gpu.global.v4.f32 [{p}], {{{z}, {z}, {z}, {z}}};", p = in(reg64) p, z = in(reg32) 0.0f32, options(nostack))
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: the caller's contract (the executor's atomics on the four words).
+        unsafe {
+            for i in 0..4 {
+                Atomic::from_ptr(p.add(i)).store(0.0);
+            }
+        }
+    }
+
+    /// `atom.acq_rel.gpu.global.inc.u32` with limit `last`: returns the counter's old value and
+    /// stores `old + 1`, or 0 when `old >= last`. Whatever the counter held at the launch, at
+    /// most one of `last + 1` arrivals in a row sees `old == last` (the values seen climb to
+    /// `last` once and wrap to 0, or start above it, wrap to 0 and stay below it), and after
+    /// exactly `last + 1` arrivals on a counter that started at 0 it is 0 again.
+    ///
+    /// # Safety
+    /// `p` points to a `u32` of global memory that only atomic operations touch during the launch.
+    #[inline(always)]
+    unsafe fn inc_wrapping(p: *mut u32, last: u32) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let old: u32;
+            // SAFETY: the caller's contract.
+            unsafe {
+                core::arch::asm!("atom.acq_rel.gpu.global.inc.u32 {o}, [{p}], {l};", o = out(reg32) old, p = in(reg64) p, l = in(reg32) last, options(nostack))
+            };
+            old
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            // SAFETY: the caller's contract (the executor's atomics).
+            let cell = unsafe { Atomic::from_ptr(p) };
+            let mut old = cell.load();
+            loop {
+                let seen = cell.compare_exchange(old, if old >= last { 0 } else { old + 1 });
+                if seen == old {
+                    return old;
+                }
+                old = seen;
+            }
+        }
+    }
+
+    /// A warp's arrival on its rows of a `dQ` tile, after its lanes' `red.global.add`s of the
+    /// step, and the conversion of those rows when it is the last of the `contributors` (the
+    /// key blocks walking the tile): every lane fences its adds at device scope (release), the
+    /// warp meets, lane 0 increments the rows' counter (`inc_wrapping`, acquire and release);
+    /// the warp that sees `contributors - 1` reads its quads back (their sums from every key
+    /// block, from L2), zeroes them and the counter is 0 again (so a launch that completes
+    /// leaves the accumulator and the counters as the next one needs them: the reset
+    /// protocol), and writes `scale · dQ` to `dq` in the problem's layout, rounded to the
+    /// element type, queries `>= seq_q` skipped. `acc` is the thread's first quad (quad `j`:
+    /// `512 j` f32 further); its registers `4j..4j + 4` are accumulator rows `row0`, `row0 + 8`
+    /// and columns `8j + col0`, `+ 1` (rows: head columns `64 consumer + row` at D = 128, `row`
+    /// at D = 64; columns: queries `q0 + col` at D = 128, `q0 + 32 consumer + col` at D = 64).
+    ///
+    /// # Safety
+    /// The whole warp runs it with the same `count` and `contributors >= 1`; `acc`'s quads and
+    /// `count` are global memory that only atomic operations touch during the launch; `dq`
+    /// holds `B·Hq·seq_q·D` elements that nothing else reads or writes during the launch but
+    /// this conversion, whose writers are distinct per counter (one per launch: `inc_wrapping`)
+    /// and whose counters cover distinct elements.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn convert_if_last<const D: u32, const F16: bool>(
+        acc: *mut f32,
+        count: *mut u32,
+        contributors: u32,
+        dq: *mut u16,
+        problem: Problem,
+        (b, h, q0): (u32, u32, u32),
+        (consumer, row0, col0, lane): (u32, u32, u32, u32),
+    ) {
+        // Each lane's adds before the warp's arrival (the threadfence-reduction pattern).
+        fence_acq_rel_device();
+        sync_warp(u32::MAX);
+        let mut old = 0;
+        if lane == 0 {
+            // SAFETY: the caller's contract.
+            old = unsafe { inc_wrapping(count, contributors - 1) };
+        }
+        if shuffle(old, 0) != contributors - 1 {
+            return;
+        }
+        // Lane 0's acquire, then every lane's reads after it.
+        sync_warp(u32::MAX);
+        fence_acq_rel_device();
+        unroll::<8>(|j| {
+            if j < D as usize / 16 {
+                // SAFETY: the caller's contract (quad j of this thread's share).
+                let v = unsafe {
+                    let p = acc.add(512 * j);
+                    let v = load_quad(p);
+                    zero_quad(p);
+                    v
+                };
+                unroll::<4>(|e| {
+                    let (row, col) = (row0 + 8 * (e as u32 >> 1), 8 * j as u32 + col0 + (e as u32 & 1));
+                    let (d, q) = if D == 128 { (64 * consumer + row, q0 + col) } else { (row, q0 + 32 * consumer + col) };
+                    if q < problem.seq_q {
+                        let at = problem.q_at::<D>(b, h, q) + d as usize;
+                        // SAFETY: q < seq_q, d < D, (b, h) a query head of the problem: inside
+                        // dq; this warp alone writes these elements in this launch (the caller's
+                        // contract).
+                        unsafe { *dq.add(at) = pack::<F16>(v[e] * problem.scale, 0.0) as u16 };
+                    }
+                });
+            }
+        });
+    }
+
     /// The kernel body (see the module docs). `BULK_DQ`: the consumers hand their `dQ` tiles to
     /// the producer warpgroup's second warp through shared memory, which adds them to `dq_acc`
     /// with the copy engine (`cp.reduce.async.bulk`); otherwise each consumer adds its tile
@@ -468,7 +657,9 @@ mod body {
     /// The module's requirements; 384 threads, [`shared_bytes`]`(D)` of dynamic shared memory,
     /// grid `(blocks_x(seq_kv, CAUSAL && STAGGER), batch·heads_kv)`, or with `PERSISTENT`
     /// `(g, 1)` with `1 <= g <=` the units (`problem.batch` the batch entries); run as every
-    /// thread of the grid.
+    /// thread of the grid. With `CONVERT`: `dq_out` holds `B·Hq·seq_q·D` elements that
+    /// nothing else touches during the launch, `dq_count` [`dq_count_len`] `u32`s that only
+    /// atomic operations touch.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     pub unsafe fn backward_body<
@@ -481,6 +672,7 @@ mod body {
         const LONGEST_FIRST: bool,
         const PERSISTENT: bool,
         const DYNAMIC: bool,
+        const CONVERT: bool,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -488,8 +680,12 @@ mod body {
         dv: *mut u32,
         problem: Problem,
         next: *mut u32,
+        dq_out: *mut u16,
+        dq_count: *mut u32,
     ) {
         const { assert!(PERSISTENT || !DYNAMIC) };
+        // The in-kernel conversion is the `red.global.add` path's (its warps add their own rows).
+        const { assert!(!(CONVERT && BULK_DQ)) };
         // The persistent schedule walks key blocks of equal length (no mask): its blocks'
         // units are taken in turn, not balanced.
         const { assert!(!(PERSISTENT && CAUSAL)) };
@@ -758,6 +954,36 @@ mod body {
         // where its first quad of the consumer's `dQ` tile goes (quad j: 2 KiB further).
         let me = (tid % 128) as usize;
         let dq_me = layout.dq(consumer) + 16 * me as u32;
+        // `CONVERT` (`_red_cvt`, in-kernel conversion, session 20): this warp's arrival on its rows of the tile
+        // of query head `h`, queries `q0..`, of batch entry `b`, after its lanes' adds to them:
+        // the rows are done once every key block walking the tile has added them (all of a
+        // head's key blocks, or with the causal mask those starting at or before the tile's
+        // last query), and the warp whose arrival completes the count converts them
+        // (`convert_if_last`). Called a step after the adds (or after a unit's last step), so
+        // that the fence's wait for them overlaps the tensor cores' `dV` and `dK`.
+        let arrive = |b: u32, h: u32, q0: u32| {
+            let bhq = b * problem.heads_q + h;
+            let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (consumer * BQ * D / 2) as usize;
+            let contributors = if CAUSAL { (q0 / BQ / 2 + 1).min(nkb) } else { nkb };
+            let count_at = dq_count_index(tiles, bhq, q0 / BQ, consumer, warp);
+            // SAFETY: `at + 4 me` is this thread's first quad of its consumer's share of the
+            // tile (its quads `j·128 + me`, which it added to); `count_at` lies inside
+            // `dq_count` (checked at the launch: `dq_count_len`); `dq_out` holds the shape's
+            // `B·Hq·seq_q·D` elements (checked), of which this warp writes only its rows of
+            // this tile, and only when the counter hands it the last arrival (at most one warp
+            // per launch: `inc_wrapping`); the whole warp calls it with the same arguments.
+            unsafe {
+                convert_if_last::<D, F16>(
+                    dq_acc.add(at + 4 * me),
+                    dq_count.add(count_at),
+                    contributors,
+                    dq_out,
+                    problem,
+                    (b, h, q0),
+                    (consumer, row0, col0, lane),
+                )
+            };
+        };
         let mut g = 0;
         for u in 0..units {
             let (kb, b, hk) = if DYNAMIC {
@@ -907,6 +1133,11 @@ mod body {
                         wgmma::commit();
                     }
                 }
+                if CONVERT && n > 0 {
+                    // The previous step's adds (dV and dK run meanwhile).
+                    let (h, q0) = w.at(n - 1, hk * group);
+                    arrive(b, h, q0);
+                }
                 fence_proxy_async_shared();
                 written.sync();
                 fence_accumulators_32(&mut dq);
@@ -981,10 +1212,12 @@ mod body {
                         if j < D as usize / 16 {
                             // SAFETY: this consumer's share of the tile (`dq_acc_index`), inside
                             // dq_acc, 16-byte aligned (a multiple of 4 f32 from its start, which the
-                            // contract aligns); only atomic adds touch it during the launch.
+                            // contract aligns); only atomic accesses touch it during the launch.
                             unsafe { add_quad(dq_acc.add(at + 4 * (j * 128 + me)), quad(j)) };
                         }
                     });
+                    // `CONVERT` (session 20): this warp's arrival on the tile's rows comes in the
+                    // next step, while its `dV`/`dK` products run (`arrive` above).
                 }
                 // SAFETY: see above.
                 unsafe { wgmma::wait::<0>() };
@@ -1013,6 +1246,11 @@ mod body {
             } else {
                 (b, hk)
             };
+            if CONVERT && w.steps > 0 {
+                // The unit's last step's adds.
+                let (h, q0) = w.at(w.steps - 1, hk * group);
+                arrive(b, h, q0);
+            }
             // Epilogue: this thread's two key rows of dK (times the scale) and dV.
             unroll::<2>(|half| {
                 let key = key0 + 8 * half as u32;
@@ -1071,6 +1309,12 @@ mod body {
         pub problem: Problem,
         /// The `_dyn` instances' work counter (a `u32`, zeroed for a complete result).
         pub next: N,
+        /// dQ (`B·Hq·seq_q·D` elements), which the instances that convert it themselves
+        /// ([`BackwardKernel::converts_dq`]: `_red_cvt`) write; the others do not touch it.
+        pub dq: W,
+        /// Their arrival counters ([`dq_count_len`], zeroed for a complete result; a launch
+        /// that completes leaves them zeroed, as it leaves `dq_acc`); the others do not touch it.
+        pub dq_count: N,
     }
 
     /// [`BackwardArgs`] on a GPU.
@@ -1094,6 +1338,10 @@ mod body {
     pub struct BackwardKernel {
         /// The kernel's symbol (its name).
         pub name: &'static str,
+        /// Whether it converts `dQ` itself (the `_red_cvt` instances, session 20: the last warp to
+        /// add to its rows of a tile converts them and zeroes them in the accumulator), so that
+        /// no conversion kernel follows it.
+        pub converts_dq: bool,
         /// The kernel as loaded into a context (for its shared-memory attribute).
         pub function: fn(&ferrocuda_host::Context) -> Result<ferrocuda_host::Function, ferrocuda_host::Error>,
         /// Its typed launcher.
@@ -1129,7 +1377,13 @@ mod body {
     /// `B·Hq·seq_q·D`, K, V `B·Hkv·seq_kv·D`, `lse2` and `delta` `B·Hq·seq_pad`: what the maps
     /// must describe; dQ's accumulator at least `B·Hq·D·seq_pad` from a 16-byte aligned start,
     /// dK and dV at least `B·Hkv·seq_kv·D` from a 4-byte aligned one), and for `DYNAMIC` a
-    /// counter.
+    /// counter; for `CONVERT` (the `_red_cvt` instances, which convert `dQ` themselves) `dq` at
+    /// least `B·Hq·seq_q·D` elements and `dq_count` at least [`dq_count_len`] counters.
+    ///
+    /// dQ's ownership (`CONVERT`): element `(b, h, q, d)` is written only by the warp whose
+    /// arrival on the counter of its rows of tile `q / 64` ([`dq_count_index`]) sees the last
+    /// count, at most one per launch whatever the counters held (`inc_wrapping`), and the
+    /// counters' rows are disjoint.
     ///
     /// dK and dV's ownership rests on it: with this grid the blocks' units (key blocks of one
     /// head row) are distinct (block `(x, y)`: key block `x`, and with the causal pairing
@@ -1141,7 +1395,7 @@ mod body {
     /// reductions), inside its checked length.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    fn launch_ok<const D: u32, const PAIRED: bool, const PERSISTENT: bool, const DYNAMIC: bool>(
+    fn launch_ok<const D: u32, const PAIRED: bool, const PERSISTENT: bool, const DYNAMIC: bool, const CONVERT: bool>(
         maps: *const TensorMap,
         map_words: &[u64],
         inputs: [&[u16]; 4],
@@ -1151,6 +1405,8 @@ mod body {
         dv: &mut UncheckedSlice<u16>,
         problem: Problem,
         next: &AtomicSlice<u32>,
+        dq: &mut UncheckedSlice<u16>,
+        dq_count: &AtomicSlice<u32>,
     ) -> bool {
         let Problem { seq_q, seq_kv, heads_q, heads_kv, batch, .. } = problem;
         let shape = heads_kv >= 1 && heads_q >= heads_kv && heads_q % heads_kv == 0 && batch >= 1 && seq_q >= 1 && seq_kv >= 1;
@@ -1186,12 +1442,13 @@ mod body {
             && dv.len() as u64 >= kv_len
             && (dk.as_mut_ptr() as usize).is_multiple_of(4)
             && (dv.as_mut_ptr() as usize).is_multiple_of(4)
-            && (!DYNAMIC || !next.is_empty());
+            && (!DYNAMIC || !next.is_empty())
+            && (!CONVERT || (dq.len() as u64 >= q_len && dq_count.len() as u64 >= rows / BQ as u64 * 8));
         shape && launch && operands
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal $(, $dynamic:literal)?;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal, $dynamic:literal, $convert:literal;)*) => {$(
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name (the 16-bit operands are its bits). Launch: 384 threads,
             /// `shared_bytes(D)` of dynamic shared memory, grid `(blocks_x(seq_kv, paired),
@@ -1215,10 +1472,14 @@ mod body {
                 maps: *const TensorMap, map_words: &[u64], q: &[u16], k: &[u16], v: &[u16], dout: &[u16], lse2: &[f32], delta: &[f32],
                 dq_acc: AtomicSlice<f32>, mut dk: UncheckedSlice<u16>, mut dv: UncheckedSlice<u16>,
                 seq_q: u32, seq_kv: u32, heads_q: u32, heads_kv: u32, bshd: u32, scale: f32, batch: u32, next: AtomicSlice<u32>,
+                mut dq: UncheckedSlice<u16>, dq_count: AtomicSlice<u32>,
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
-                const DYNAMIC: bool = false $(|| $dynamic)?;
-                if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC>(maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next) {
+                const DYNAMIC: bool = $dynamic;
+                const CONVERT: bool = $convert;
+                if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC, CONVERT>(
+                    maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next, &mut dq, &dq_count,
+                ) {
                     return;
                 }
                 // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
@@ -1227,8 +1488,9 @@ mod body {
                 // and dQ's accumulator is only added to atomically); `next` is the launch's
                 // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT>(
                         [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
+                        dq.as_mut_ptr(), dq_count.as_ptr(),
                     )
                 }
             }
@@ -1236,13 +1498,14 @@ mod body {
             #[cfg(not(target_arch = "nvptx64"))]
             const BACKWARD: &[BackwardKernel] = &[$(BackwardKernel {
                 name: $name::SYMBOL,
+                converts_dq: $convert,
                 function: $name::function,
                 // SAFETY: forwarded (the field's contract).
                 launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs<'_>| unsafe {
                     let p = a.problem;
                     $name::launch(
                         stream, config, a.maps, a.map_words, a.q, a.k, a.v, a.dout, a.lse2, a.delta, a.dq_acc, a.dk, a.dv,
-                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next,
+                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next, a.dq, a.dq_count,
                     )
                 },
                 // SAFETY: forwarded (the field's contract).
@@ -1250,7 +1513,7 @@ mod body {
                     let p = a.problem;
                     $name::launch_cpu(
                         executor, config, a.maps, a.map_words, a.q, a.k, a.v, a.dout, a.lse2, a.delta, a.dq_acc, a.dk, a.dv,
-                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next,
+                        p.seq_q, p.seq_kv, p.heads_q, p.heads_kv, p.bshd, p.scale, p.batch, a.next, a.dq, a.dq_count,
                     )
                 },
             }),*];
@@ -1258,35 +1521,38 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false;
-        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true;
-        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false;
-        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true;
-        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false;
-        attention_backward_d64_f16: 64, false, true, true, true, true, false, false;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true, false, false;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, false;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, false;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, false;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, false;
+        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, false;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, false;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, false;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, false;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, false;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, false;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, false;
+        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, false;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, false;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, false;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, false;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, false;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, false;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, false;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, false;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, false;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, false;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, false;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, false;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, false;
+        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, true;
+        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, true;
+        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, true;
     }
 }
 
