@@ -91,12 +91,16 @@ fn ln_inputs(rows: usize, c: usize) -> Ln {
     }
 }
 
-fn l3(be: &Backend, x: &Ln, b: u32, t: u32, c: u32, block: u32) -> Res<(Vec<bf16>, Vec<f32>, Vec<f32>)> {
+#[allow(clippy::too_many_arguments)]
+fn l3(be: &Backend, x: &Ln, b: u32, t: u32, c: u32, block: u32, fixed: bool) -> Res<(Vec<bf16>, Vec<f32>, Vec<f32>)> {
     let rows = b * t;
     let config = LaunchConfig::new((32 * rows).div_ceil(block), block).with_shared_bytes(2 * c * 4);
     let mut dinp = x.dinp.clone();
     let (mut dw, mut db) = (vec![0.0f32; c as usize], vec![0.0f32; c as usize]);
     match be {
+        Backend::Cpu(e) if fixed => llmc::layernorm_backward_kernel2_fixed::launch_cpu(
+            e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db,
+        )?,
         Backend::Cpu(e) => llmc::layernorm_backward_kernel2::launch_cpu(
             e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db,
         )?,
@@ -106,7 +110,11 @@ fn l3(be: &Backend, x: &Ln, b: u32, t: u32, c: u32, block: u32) -> Res<(Vec<bf16
             let (g, i, w, m, r) = (d(&x.dout)?, d(&x.inp)?, d(&x.weight)?, d(&x.mean)?, d(&x.rstd)?);
             let mut gw = DeviceBuffer::<f32>::zeroed(ctx, c as usize)?;
             let mut gb = DeviceBuffer::<f32>::zeroed(ctx, c as usize)?;
-            llmc::layernorm_backward_kernel2::launch(s, config, &mut o, &g, &i, &w, &m, &r, b, t, c, &mut gw, &mut gb)?;
+            if fixed {
+                llmc::layernorm_backward_kernel2_fixed::launch(s, config, &mut o, &g, &i, &w, &m, &r, b, t, c, &mut gw, &mut gb)?;
+            } else {
+                llmc::layernorm_backward_kernel2::launch(s, config, &mut o, &g, &i, &w, &m, &r, b, t, c, &mut gw, &mut gb)?;
+            }
             dinp = o.to_vec()?;
             dw = gw.to_vec()?;
             db = gb.to_vec()?;
@@ -115,15 +123,21 @@ fn l3(be: &Backend, x: &Ln, b: u32, t: u32, c: u32, block: u32) -> Res<(Vec<bf16
     Ok((dinp, dw, db))
 }
 
-fn l4(be: &Backend, dbias: &[bf16], dout: &[bf16], b: u32, t: u32, oc: u32, block: u32) -> Res<Vec<bf16>> {
+#[allow(clippy::too_many_arguments)]
+fn l4(be: &Backend, dbias: &[bf16], dout: &[bf16], b: u32, t: u32, oc: u32, block: u32, fixed: bool) -> Res<Vec<bf16>> {
     let config = LaunchConfig::new(oc / 32, block).with_shared_bytes(block * 4);
     let mut out = dbias.to_vec();
     match be {
+        Backend::Cpu(e) if fixed => llmc::matmul_backward_bias_kernel4_fixed::launch_cpu(e, config, &mut out, dout, b, t, oc)?,
         Backend::Cpu(e) => llmc::matmul_backward_bias_kernel4::launch_cpu(e, config, &mut out, dout, b, t, oc)?,
         Backend::Gpu(c, s) => {
             let mut o = DeviceBuffer::from_slice(c, dbias)?;
             let g = DeviceBuffer::from_slice(c, dout)?;
-            llmc::matmul_backward_bias_kernel4::launch(s, config, &mut o, &g, b, t, oc)?;
+            if fixed {
+                llmc::matmul_backward_bias_kernel4_fixed::launch(s, config, &mut o, &g, b, t, oc)?;
+            } else {
+                llmc::matmul_backward_bias_kernel4::launch(s, config, &mut o, &g, b, t, oc)?;
+            }
             out = o.to_vec()?;
         }
     }
@@ -163,16 +177,21 @@ fn v1(be: &Backend, keys: &[bf16], values: &[bf16], pairs: &[i64], layers: u32, 
     Ok((k, v))
 }
 
-fn v2(be: &Backend, input: &[bf16], weight: &[bf16], bias: &[bf16], eps: f32, hidden: u32) -> Res<Vec<bf16>> {
+fn v2(be: &Backend, input: &[bf16], weight: &[bf16], bias: &[bf16], eps: f32, hidden: u32, fixed: bool) -> Res<Vec<bf16>> {
     let tokens = input.len() / hidden as usize;
     let config = LaunchConfig::new(tokens as u32, hidden.min(1024));
     let mut out = vec![bf16::from_f32(-7.0); input.len()];
     match be {
+        Backend::Cpu(e) if fixed => vllm::poly_norm_kernel_fixed::launch_cpu(e, config, &mut out, input, weight, bias, eps, hidden)?,
         Backend::Cpu(e) => vllm::poly_norm_kernel::launch_cpu(e, config, &mut out, input, weight, bias, eps, hidden)?,
         Backend::Gpu(c, s) => {
             let mut o = DeviceBuffer::from_slice(c, &out)?;
             let (i, w, b) = (DeviceBuffer::from_slice(c, input)?, DeviceBuffer::from_slice(c, weight)?, DeviceBuffer::from_slice(c, bias)?);
-            vllm::poly_norm_kernel::launch(s, config, &mut o, &i, &w, &b, eps, hidden)?;
+            if fixed {
+                vllm::poly_norm_kernel_fixed::launch(s, config, &mut o, &i, &w, &b, eps, hidden)?;
+            } else {
+                vllm::poly_norm_kernel::launch(s, config, &mut o, &i, &w, &b, eps, hidden)?;
+            }
             out = o.to_vec()?;
         }
     }
@@ -218,10 +237,18 @@ fn check_l2(be: &Backend) {
 }
 
 fn check_l3(be: &Backend) {
+    check_l3_variant(be, false);
+}
+
+fn check_l3_fixed(be: &Backend) {
+    check_l3_variant(be, true);
+}
+
+fn check_l3_variant(be: &Backend, fixed: bool) {
     // C not a multiple of 32; rows not a multiple of the block's warps (a partial last block).
     for (b, t, c, block) in [(2, 8, 100, 256), (1, 5, 64, 128)] {
         let x = ln_inputs((b * t) as usize, c as usize);
-        let (dinp, dw, db) = l3(be, &x, b, t, c, block).unwrap();
+        let (dinp, dw, db) = l3(be, &x, b, t, c, block, fixed).unwrap();
         let (want, want_dw, want_db) = layernorm_backward_ref(&x.dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, (b * t) as usize, c as usize);
         // bf16 output: 1 unit in the last place (2^-8 relative) for the order of the warp sums.
         let e = rel_err(&widen(&dinp), &widen(&want), 1e-2);
@@ -233,10 +260,18 @@ fn check_l3(be: &Backend) {
 }
 
 fn check_l4(be: &Backend) {
+    check_l4_variant(be, false);
+}
+
+fn check_l4_fixed(be: &Backend) {
+    check_l4_variant(be, true);
+}
+
+fn check_l4_variant(be: &Backend, fixed: bool) {
     for (b, t, oc, block) in [(2, 20, 64, 128), (3, 7, 96, 256)] {
         let dbias = bf16_noise(21, oc as usize, 1.0);
         let dout = bf16_noise(22, (b * t * oc) as usize, 1.0);
-        let got = l4(be, &dbias, &dout, b, t, oc, block).unwrap();
+        let got = l4(be, &dbias, &dout, b, t, oc, block, fixed).unwrap();
         assert_eq!(got, matmul_backward_bias_ref(&dbias, &dout, (b * t) as usize, oc as usize, block as usize), "L4 {b}x{t}x{oc}");
     }
 }
@@ -266,12 +301,20 @@ fn check_v1(be: &Backend) {
 }
 
 fn check_v2(be: &Backend) {
+    check_v2_variant(be, false);
+}
+
+fn check_v2_fixed(be: &Backend) {
+    check_v2_variant(be, true);
+}
+
+fn check_v2_variant(be: &Backend, fixed: bool) {
     // 100: a partial last warp; 300 and 2048: several warps, 2048 a strided row (1024 threads).
     for hidden in [100u32, 300, 2048] {
         let input = bf16_noise(51, 3 * hidden as usize, 2.0);
         let weight = vec![bf16::from_f32(0.5), bf16::from_f32(-1.25), bf16::from_f32(2.0)];
         let bias = [bf16::from_f32(0.125)];
-        let got = v2(be, &input, &weight, &bias, 1e-6, hidden).unwrap();
+        let got = v2(be, &input, &weight, &bias, 1e-6, hidden, fixed).unwrap();
         let want = poly_norm_ref(&input, &weight, bias[0], 1e-6, hidden as usize);
         // rsqrt.approx (2 ulp) and f32 sums against f64: one bf16 unit (2^-8 relative).
         let e = rel_err(&widen(&got), &widen(&want), 1e-2);
@@ -314,4 +357,7 @@ both! {
     cpu_v1_copy_blocks_kernel, gpu_v1_copy_blocks_kernel => check_v1;
     cpu_v2_poly_norm_kernel, gpu_v2_poly_norm_kernel => check_v2;
     cpu_v3_swigluoai_and_mul_kernel, gpu_v3_swigluoai_and_mul_kernel => check_v3;
+    cpu_l3_layernorm_backward_kernel2_fixed, gpu_l3_layernorm_backward_kernel2_fixed => check_l3_fixed;
+    cpu_l4_matmul_backward_bias_kernel4_fixed, gpu_l4_matmul_backward_bias_kernel4_fixed => check_l4_fixed;
+    cpu_v2_poly_norm_kernel_fixed, gpu_v2_poly_norm_kernel_fixed => check_v2_fixed;
 }

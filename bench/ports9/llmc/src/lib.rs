@@ -222,3 +222,134 @@ pub fn encoder_backward_kernel2(dwte: AtomicSlice<f32>, dwpe: AtomicSlice<f32>, 
         }
     }
 }
+
+// ---- The fix round (after the first try's SASS, before the one GPU call) --------------------
+
+/// [`layernorm_backward_kernel2`]'s fix round: the same computation with its panic paths
+/// removed (the first try's SASS: 6 `CALL`s to the panic handler, 1148 instructions against
+/// nvcc's 365) and without the 16-byte spill that `launch_bounds(256)` brought (ptxas aims at
+/// full occupancy under a bare `.maxntid 256`: 32 registers). Shared regions of exactly `C`
+/// floats (`region`, so `i < C` proves every index), the shared and global indices tested
+/// where the compiler cannot see them below `C`, `AtomicSlice::get` in place of `add`'s
+/// panicking index, and `launch_bounds(256, 6)` (42 registers allowed).
+#[kernel(cols(dinp = c), launch_bounds(256, 6))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel2_fixed(
+    mut dinp: PerWarpRow<bf16>,
+    dout: &[bf16],
+    inp: &[bf16],
+    weight: &[bf16],
+    mean: &[bf16],
+    rstd: &[bf16],
+    b: u32,
+    t: u32,
+    c: u32,
+    dweight_tmp: AtomicSlice<f32>,
+    dbias_tmp: AtomicSlice<f32>,
+) {
+    let shared = dynamic_shared::<f32>();
+    let cols = c as usize;
+    let (Some(dbias_shared), Some(dweight_shared)) = (shared.region(0, cols), shared.region(1, cols)) else { return };
+    let (tid, threads) = (thread_idx_x(), block_dim_x());
+    for i in strided_range(tid as usize, cols, threads as usize) {
+        dbias_shared.set(i, 0.0);
+        dweight_shared.set(i, 0.0);
+    }
+    sync_threads();
+
+    let me = warp_row();
+    let idx = me.row();
+    let lane = warp::lane_id();
+    if idx < b * t
+        && let Some(row) = dinp.row_mut(me)
+    {
+        let start = idx as usize * cols;
+        if let (Some(dout_bt), Some(inp_bt), Some(weight), Some(mean_bt), Some(rstd_bt)) = (
+            dout.get(start..start + cols),
+            inp.get(start..start + cols),
+            weight.get(..cols),
+            mean.get(idx as usize),
+            rstd.get(idx as usize),
+        ) {
+            let (mean_bt, rstd_bt) = (mean_bt.widen(), rstd_bt.widen());
+            let mut dnorm_mean = 0.0f32;
+            let mut dnorm_norm_mean = 0.0f32;
+            for i in strided_range(lane as usize, cols, 32) {
+                let norm_bti = (inp_bt[i].widen() - mean_bt) * rstd_bt;
+                let dnorm_i = weight[i].widen() * dout_bt[i].widen();
+                dnorm_mean += dnorm_i;
+                dnorm_norm_mean += dnorm_i * norm_bti;
+            }
+            let dnorm_mean = warp::reduce_sum(dnorm_mean) / c as f32;
+            let dnorm_norm_mean = warp::reduce_sum(dnorm_norm_mean) / c as f32;
+
+            for (i, o) in row.iter_cols_mut() {
+                if i >= cols {
+                    break;
+                }
+                let g = dout_bt[i].widen();
+                let norm_bti = (inp_bt[i].widen() - mean_bt) * rstd_bt;
+                let dnorm_i = weight[i].widen() * g;
+                dbias_shared.fetch_add(i, g);
+                dweight_shared.fetch_add(i, norm_bti * g);
+                let mut dval = 0.0f32;
+                dval += dnorm_i;
+                dval -= dnorm_mean;
+                dval -= norm_bti * dnorm_norm_mean;
+                dval *= rstd_bt;
+                *o = (o.widen() + dval).to_bf16();
+            }
+        }
+    }
+    sync_threads();
+
+    for i in strided_range(tid as usize, cols, threads as usize) {
+        if let (Some(db), Some(dw)) = (dbias_tmp.get(i), dweight_tmp.get(i)) {
+            db.add(dbias_shared.get(i));
+            dw.add(dweight_shared.get(i));
+        }
+    }
+}
+
+/// [`matmul_backward_bias_kernel4`]'s fix round: its shared accesses tested against the
+/// dynamic shared memory's length in the kernel, and the column's length taken as a `u32` by
+/// `try_from` (the first try's `as u32` let the compiler see no bound for `all[i]`): the first
+/// try kept 5 panic `CALL`s (341 SASS instructions against nvcc's 177).
+#[kernel(cols(dbias = 32))]
+pub fn matmul_backward_bias_kernel4_fixed(mut dbias: DisjointSlice<bf16, BlockRows>, dout: &[bf16], b: u32, t: u32, oc: u32) {
+    let smem = dynamic_shared::<f32>();
+    let tid = thread_idx_x();
+    let warp_id = tid / 32;
+    let lane_id = tid % 32;
+    let tl = block_idx_x() * 32;
+    let vstep = block_dim_x() / 32;
+
+    let mut dout_sum = 0.0f32;
+    if let Some(all) = dout.get(..(b * t) as usize * oc as usize)
+        && let Ok(len) = u32::try_from(all.len())
+    {
+        for i in strided_range(warp_id * oc + tl + lane_id, len, vstep * oc) {
+            dout_sum += all[i as usize].widen();
+        }
+    }
+    let slot = (lane_id + warp_id * 32) as usize;
+    if slot < smem.len() {
+        smem.set(slot, dout_sum);
+    }
+    sync_threads();
+
+    if warp_id == 0 {
+        let mut sum = 0.0f32;
+        for j in 0..vstep {
+            let k = (lane_id + j * 32) as usize;
+            if k < smem.len() {
+                sum += smem.get(k);
+            }
+        }
+        if let Some(mut row) = dbias.row_mut(block_row())
+            && let Some(o) = row.get_mut(0)
+        {
+            *o = (o.widen() + sum).to_bf16();
+        }
+    }
+}

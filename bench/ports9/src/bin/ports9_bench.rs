@@ -96,8 +96,13 @@ fn main() -> Result<()> {
         let (mut o, tw) = (d(&dinp0)?, d(&dinp0)?);
         let (mut ow, mut ob) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
         let (tww, twb) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
-        let launch_ours = |o: &mut DeviceBuffer<bf16>, ow: &mut DeviceBuffer<f32>, ob: &mut DeviceBuffer<f32>| -> Result<()> {
-            Ok(llmc::layernorm_backward_kernel2::launch(&stream, config, o, &dout, &inp, &weight, &mean, &rstd, b, t, c, ow, ob)?)
+        let launch_ours = |o: &mut DeviceBuffer<bf16>, ow: &mut DeviceBuffer<f32>, ob: &mut DeviceBuffer<f32>, fixed: bool| -> Result<()> {
+            if fixed {
+                llmc::layernorm_backward_kernel2_fixed::launch(&stream, config, o, &dout, &inp, &weight, &mean, &rstd, b, t, c, ow, ob)?;
+            } else {
+                llmc::layernorm_backward_kernel2::launch(&stream, config, o, &dout, &inp, &weight, &mean, &rstd, b, t, c, ow, ob)?;
+            }
+            Ok(())
         };
         let launch_twin = |o: &DeviceBuffer<bf16>, ow: &DeviceBuffer<f32>, ob: &DeviceBuffer<f32>| -> Result<()> {
             // SAFETY: row tensors hold B T C elements, `weight` C, `mean`/`rstd` B T, the sums C;
@@ -110,22 +115,24 @@ fn main() -> Result<()> {
             };
             Ok(())
         };
-        let mut run_ours = || launch_ours(&mut o, &mut ow, &mut ob);
-        let reps = reps_for(&context, &stream, &mut run_ours)?;
-        let times = time_pair(&context, &stream, reps, run_ours, || launch_twin(&tw, &tww, &twb))?;
-        let (mut o1, t1) = (d(&dinp0)?, d(&dinp0)?);
-        let (mut w1, mut b1) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
-        let (tw1, tb1) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
-        launch_ours(&mut o1, &mut w1, &mut b1)?;
-        launch_twin(&t1, &tw1, &tb1)?;
-        stream.synchronize()?;
-        let check = format!(
-            "{}; {}; {}",
-            check_f32("dinp", &widen(&o1.to_vec()?), &widen(&t1.to_vec()?), 1.0 / 128.0, rel_err),
-            check_f32("dweight", &w1.to_vec()?, &tw1.to_vec()?, 1e-4, rel_err),
-            check_f32("dbias", &b1.to_vec()?, &tb1.to_vec()?, 1e-4, rel_err)
-        );
-        table.row("llm.c layernorm_backward_kernel2", "B8 T1024 C768 bf16, block 256", times, &check);
+        for (fixed, name) in [(false, "llm.c layernorm_backward_kernel2"), (true, "llm.c layernorm_backward_kernel2 (fixed)")] {
+            let mut run_ours = || launch_ours(&mut o, &mut ow, &mut ob, fixed);
+            let reps = reps_for(&context, &stream, &mut run_ours)?;
+            let times = time_pair(&context, &stream, reps, run_ours, || launch_twin(&tw, &tww, &twb))?;
+            let (mut o1, t1) = (d(&dinp0)?, d(&dinp0)?);
+            let (mut w1, mut b1) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
+            let (tw1, tb1) = (DeviceBuffer::<f32>::zeroed(&context, c as usize)?, DeviceBuffer::<f32>::zeroed(&context, c as usize)?);
+            launch_ours(&mut o1, &mut w1, &mut b1, fixed)?;
+            launch_twin(&t1, &tw1, &tb1)?;
+            stream.synchronize()?;
+            let check = format!(
+                "{}; {}; {}",
+                check_f32("dinp", &widen(&o1.to_vec()?), &widen(&t1.to_vec()?), 1.0 / 128.0, rel_err),
+                check_f32("dweight", &w1.to_vec()?, &tw1.to_vec()?, 1e-4, rel_err),
+                check_f32("dbias", &b1.to_vec()?, &tb1.to_vec()?, 1e-4, rel_err)
+            );
+            table.row(name, "B8 T1024 C768 bf16, block 256", times, &check);
+        }
         Ok(())
     });
 
@@ -136,20 +143,29 @@ fn main() -> Result<()> {
         let dout = d(&bf16_noise(12, (b * t * oc) as usize, 1.0))?;
         let config = LaunchConfig::new(oc / 32, block).with_shared_bytes(block * 4);
         let (mut o, tw) = (d(&dbias0)?, d(&dbias0)?);
-        let launch_ours = |o: &mut DeviceBuffer<bf16>| -> Result<()> { Ok(llmc::matmul_backward_bias_kernel4::launch(&stream, config, o, &dout, b, t, oc)?) };
+        let launch_ours = |o: &mut DeviceBuffer<bf16>, fixed: bool| -> Result<()> {
+            if fixed {
+                llmc::matmul_backward_bias_kernel4_fixed::launch(&stream, config, o, &dout, b, t, oc)?;
+            } else {
+                llmc::matmul_backward_bias_kernel4::launch(&stream, config, o, &dout, b, t, oc)?;
+            }
+            Ok(())
+        };
         let launch_twin = |o: &DeviceBuffer<bf16>| -> Result<()> {
             // SAFETY: `o` holds OC elements (a multiple of 32), `dout` B T OC; grid OC / 32.
             unsafe { twins::twin_matmul_backward_bias_kernel4::launch_in(&lnf, &stream, config, ptr(o), ptr(&dout), b as i32, t as i32, oc as i32)? };
             Ok(())
         };
-        let mut run_ours = || launch_ours(&mut o);
-        let reps = reps_for(&context, &stream, &mut run_ours)?;
-        let times = time_pair(&context, &stream, reps, run_ours, || launch_twin(&tw))?;
-        let (mut o1, t1) = (d(&dbias0)?, d(&dbias0)?);
-        launch_ours(&mut o1)?;
-        launch_twin(&t1)?;
-        stream.synchronize()?;
-        table.row("llm.c matmul_backward_bias_kernel4", "B8 T1024 OC3072 bf16, block 1024", times, &check_bits("", &o1.to_vec()?, &t1.to_vec()?));
+        for (fixed, name) in [(false, "llm.c matmul_backward_bias_kernel4"), (true, "llm.c matmul_backward_bias_kernel4 (fixed)")] {
+            let mut run_ours = || launch_ours(&mut o, fixed);
+            let reps = reps_for(&context, &stream, &mut run_ours)?;
+            let times = time_pair(&context, &stream, reps, run_ours, || launch_twin(&tw))?;
+            let (mut o1, t1) = (d(&dbias0)?, d(&dbias0)?);
+            launch_ours(&mut o1, fixed)?;
+            launch_twin(&t1)?;
+            stream.synchronize()?;
+            table.row(name, "B8 T1024 OC3072 bf16, block 1024", times, &check_bits("", &o1.to_vec()?, &t1.to_vec()?));
+        }
         Ok(())
     });
 
@@ -225,17 +241,26 @@ fn main() -> Result<()> {
         let mut ours = DeviceBuffer::<bf16>::zeroed(&context, (tokens * hidden) as usize)?;
         let twin = DeviceBuffer::<bf16>::zeroed(&context, (tokens * hidden) as usize)?;
         let config = LaunchConfig::new(tokens, hidden.min(1024));
-        let mut run_ours = || -> Result<()> { Ok(vllm::poly_norm_kernel::launch(&stream, config, &mut ours, &input, &weight, &bias, 1e-6, hidden)?) };
         let run_twin = || -> Result<()> {
             // SAFETY: `twin`/`input` hold tokens x hidden elements, `weight` 3, `bias` 1.
             unsafe { twins::twin_poly_norm_kernel::launch_in(&vm, &stream, config, ptr(&twin), ptr(&input), ptr(&weight), ptr(&bias), 1e-6, hidden as i32)? };
             Ok(())
         };
-        let reps = reps_for(&context, &stream, &mut run_ours)?;
-        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
-        stream.synchronize()?;
-        let check = check_f32("", &widen(&ours.to_vec()?), &widen(&twin.to_vec()?), 1.0 / 128.0, rel_err);
-        table.row("vLLM poly_norm_kernel", "4096 x 4096 bf16, block 1024", times, &check);
+        for (fixed, name) in [(false, "vLLM poly_norm_kernel"), (true, "vLLM poly_norm_kernel (fixed)")] {
+            let mut run_ours = || -> Result<()> {
+                if fixed {
+                    vllm::poly_norm_kernel_fixed::launch(&stream, config, &mut ours, &input, &weight, &bias, 1e-6, hidden)?;
+                } else {
+                    vllm::poly_norm_kernel::launch(&stream, config, &mut ours, &input, &weight, &bias, 1e-6, hidden)?;
+                }
+                Ok(())
+            };
+            let reps = reps_for(&context, &stream, &mut run_ours)?;
+            let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+            stream.synchronize()?;
+            let check = check_f32("", &widen(&ours.to_vec()?), &widen(&twin.to_vec()?), 1.0 / 128.0, rel_err);
+            table.row(name, "4096 x 4096 bf16, block 1024", times, &check);
+        }
         Ok(())
     });
 

@@ -12,7 +12,8 @@ use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::thread::{block_dim_x, block_idx, strided_range, thread_idx_x};
-use ferrocuda_device::{block_scratch, kernel};
+use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::{block_scratch, kernel, shared_array, warp};
 
 ferrocuda_device::embed_kernels!();
 
@@ -69,6 +70,68 @@ pub fn poly_norm_kernel(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16],
     let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
     let (variance, variance2) = reduce.sum_then_sum_all(variance, |_| variance2);
     let variance3 = reduce.sum_all(variance3);
+    let (w0, w1, w2) = (w[0].widen(), w[1].widen(), w[2].widen());
+    let s_bias = b0.widen();
+    let h = hidden as f32;
+    let w2_inv_std = w2 * (variance / h + epsilon).rsqrt();
+    let w1_inv_std2 = w1 * (variance2 / h + epsilon).rsqrt();
+    let w0_inv_std3 = w0 * (variance3 / h + epsilon).rsqrt();
+
+    let Some(row) = out.row_mut(me) else { return };
+    for (x, o) in row.zip_input(x_row) {
+        let x = x.widen();
+        let x2 = x * x;
+        let x3 = x2 * x;
+        *o = (x * w2_inv_std + x2 * w1_inv_std2 + x3 * w0_inv_std3 + s_bias).to_bf16();
+    }
+}
+
+/// [`poly_norm_kernel`]'s fix round: CUB reduces the three sums as one `float3` (one barrier,
+/// then thread 0's hand-off: 2), where the first try's library reductions took 4 barriers
+/// (`sum_then_sum_all` 2, `sum_all` 2). Here, in blocks of whole warps, each warp folds its
+/// three sums by shuffles, lane 0 stores them, one barrier, and every thread adds the warps'
+/// partials (llm.c's `blockReduce` shape, three values at once); a block with a partial last
+/// warp keeps the library's reductions.
+#[kernel(cols(out = hidden))]
+pub fn poly_norm_kernel_fixed(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], weight: &[bf16], bias: &[bf16], epsilon: f32, hidden: u32) {
+    let me = block_row();
+    let start = me.row() as usize * hidden as usize;
+    let (Some(x_row), Some(w), Some(b0)) = (input.get(start..start + hidden as usize), weight.get(..3), bias.first()) else {
+        return;
+    };
+    let (mut variance, mut variance2, mut variance3) = (0.0f32, 0.0f32, 0.0f32);
+    let (tid, threads) = (thread_idx_x(), block_dim_x());
+    for i in strided_range(tid as usize, x_row.len(), threads as usize) {
+        let x = x_row[i].widen();
+        let x2 = x * x;
+        let x4 = x2 * x2;
+        let x6 = x4 * x2;
+        variance += x2;
+        variance2 += x4;
+        variance3 += x6;
+    }
+    let parts = shared_array![f32; 96];
+    let (variance, variance2, variance3) = if threads.is_multiple_of(32) {
+        let sums = [warp::reduce_sum(variance), warp::reduce_sum(variance2), warp::reduce_sum(variance3)];
+        let (lane, wid) = (tid % 32, (tid / 32) % 32);
+        if lane == 0 {
+            for (k, s) in sums.into_iter().enumerate() {
+                parts.set(3 * wid as usize + k, s);
+            }
+        }
+        sync_threads();
+        let mut total = [0.0f32; 3];
+        for wp in 0..(threads / 32).min(32) {
+            for (k, t) in total.iter_mut().enumerate() {
+                *t += parts.get(3 * wp as usize + k);
+            }
+        }
+        (total[0], total[1], total[2])
+    } else {
+        let reduce = RuntimeBlockReduce::new(block_scratch!(f32));
+        let (v1, v2) = reduce.sum_then_sum_all(variance, |_| variance2);
+        (v1, v2, reduce.sum_all(variance3))
+    };
     let (w0, w1, w2) = (w[0].widen(), w[1].widen(), w[2].widen());
     let s_bias = b0.widen();
     let h = hidden as f32;
