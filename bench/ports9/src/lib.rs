@@ -87,9 +87,9 @@ pub fn layernorm_backward_ref(
         let (m, s) = (mean[r].to_f32(), rstd[r].to_f32());
         let row = |v: &[bf16], i: usize| v[r * c + i].to_f32();
         let (mut dm, mut dnm) = (0.0f32, 0.0f32);
-        for i in 0..c {
+        for (i, w) in weight.iter().enumerate().take(c) {
             let norm = (row(inp, i) - m) * s;
-            let dn = weight[i].to_f32() * row(dout, i);
+            let dn = w.to_f32() * row(dout, i);
             dm += dn;
             dnm += dn * norm;
         }
@@ -167,11 +167,7 @@ pub fn poly_norm_ref(input: &[bf16], weight: &[bf16], bias: bf16, eps: f32, hidd
     for row in input.chunks(hidden) {
         let x: Vec<f64> = row.iter().map(|v| v.to_f32() as f64).collect();
         let mean = |k: i32| x.iter().map(|v| v.powi(k)).sum::<f64>() / hidden as f64;
-        let (a, b, c) = (
-            w[2] / (mean(2) + eps as f64).sqrt(),
-            w[1] / (mean(4) + eps as f64).sqrt(),
-            w[0] / (mean(6) + eps as f64).sqrt(),
-        );
+        let (a, b, c) = (w[2] / (mean(2) + eps as f64).sqrt(), w[1] / (mean(4) + eps as f64).sqrt(), w[0] / (mean(6) + eps as f64).sqrt());
         out.extend(x.iter().map(|&v| bf16::from_f64(a * v + b * v * v + c * v * v * v + bias.to_f32() as f64)));
     }
     out

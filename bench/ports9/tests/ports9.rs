@@ -98,12 +98,12 @@ fn l3(be: &Backend, x: &Ln, b: u32, t: u32, c: u32, block: u32, fixed: bool) -> 
     let mut dinp = x.dinp.clone();
     let (mut dw, mut db) = (vec![0.0f32; c as usize], vec![0.0f32; c as usize]);
     match be {
-        Backend::Cpu(e) if fixed => llmc::layernorm_backward_kernel2_fixed::launch_cpu(
-            e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db,
-        )?,
-        Backend::Cpu(e) => llmc::layernorm_backward_kernel2::launch_cpu(
-            e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db,
-        )?,
+        Backend::Cpu(e) if fixed => {
+            llmc::layernorm_backward_kernel2_fixed::launch_cpu(e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db)?
+        }
+        Backend::Cpu(e) => {
+            llmc::layernorm_backward_kernel2::launch_cpu(e, config, &mut dinp, &x.dout, &x.inp, &x.weight, &x.mean, &x.rstd, b, t, c, &mut dw, &mut db)?
+        }
         Backend::Gpu(ctx, s) => {
             let d = |v: &[bf16]| DeviceBuffer::from_slice(ctx, v);
             let mut o = d(&x.dinp)?;
@@ -223,6 +223,35 @@ fn check_l1(be: &Backend) {
         let dout = bf16_noise(11, (b * n * nh * d) as usize, 1.0);
         let got = l1(be, &dout, b, n, nh, d).unwrap();
         assert_eq!(got, unpermute_backward_ref(&dout, b as usize, n as usize, nh as usize, d as usize), "L1 {b}x{n}x{nh}x{d}");
+    }
+}
+
+/// L2's fix round: the tile launch, grid `(ceil(NH d / 256), B N)`, 256 threads.
+#[allow(clippy::too_many_arguments)]
+fn l2_fixed(be: &Backend, dq: &[bf16], dk: &[bf16], dv: &[bf16], b: u32, n: u32, nh: u32, d: u32) -> Res<Vec<bf16>> {
+    let total = 3 * (b * n * nh * d) as usize;
+    let config = LaunchConfig::new(((nh * d).div_ceil(256), b * n), 256);
+    let mut dinp = vec![bf16::from_f32(-7.0); total];
+    match be {
+        Backend::Cpu(x) => llmc::permute_kernel_backward_fixed::launch_cpu(x, config, &mut dinp, dq, dk, dv, b, n, nh, d, nh * d)?,
+        Backend::Gpu(c, s) => {
+            let mut o = DeviceBuffer::from_slice(c, &dinp)?;
+            let (q, k, v) = (DeviceBuffer::from_slice(c, dq)?, DeviceBuffer::from_slice(c, dk)?, DeviceBuffer::from_slice(c, dv)?);
+            llmc::permute_kernel_backward_fixed::launch(s, config, &mut o, &q, &k, &v, b, n, nh, d, nh * d)?;
+            dinp = o.to_vec()?;
+        }
+    }
+    Ok(dinp)
+}
+
+fn check_l2_fixed(be: &Backend) {
+    // 300 columns: a tile the edge cuts; 768: GPT-2's, whole tiles.
+    for (b, n, nh, d) in [(2, 8, 3, 100), (1, 5, 12, 64), (1, 3, 2, 7)] {
+        let len = (b * n * nh * d) as usize;
+        let (dq, dk, dv) = (bf16_noise(12, len, 1.0), bf16_noise(13, len, 1.0), bf16_noise(14, len, 1.0));
+        let got = l2_fixed(be, &dq, &dk, &dv, b, n, nh, d).unwrap();
+        let want = permute_backward_ref(&dq, &dk, &dv, b as usize, n as usize, nh as usize, d as usize);
+        assert_eq!(got, want, "L2 fixed {b}x{n}x{nh}x{d}");
     }
 }
 
@@ -360,4 +389,5 @@ both! {
     cpu_l3_layernorm_backward_kernel2_fixed, gpu_l3_layernorm_backward_kernel2_fixed => check_l3_fixed;
     cpu_l4_matmul_backward_bias_kernel4_fixed, gpu_l4_matmul_backward_bias_kernel4_fixed => check_l4_fixed;
     cpu_v2_poly_norm_kernel_fixed, gpu_v2_poly_norm_kernel_fixed => check_v2_fixed;
+    cpu_l2_permute_kernel_backward_fixed, gpu_l2_permute_kernel_backward_fixed => check_l2_fixed;
 }

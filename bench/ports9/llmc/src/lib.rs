@@ -7,7 +7,7 @@
 
 use core::num::NonZeroU32;
 
-use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointSlice, PerWarpRow, block_row, unique_index, warp_row};
+use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointSlice, PerBlockTile, PerWarpRow, block_row, block_tile, unique_index, warp_row};
 use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::shared::dynamic_shared;
 use ferrocuda_device::sync::sync_threads;
@@ -46,11 +46,10 @@ pub fn unpermute_kernel_backward(mut dinp: DisjointSlice<bf16>, dout: &[bf16], b
 /// computed indices, which no output partition gives one thread; the port gathers instead:
 /// one element of `dinp` (length `B N 3 NH d`) per thread, three times the source's threads.
 #[kernel]
+#[allow(clippy::too_many_arguments)]
 pub fn permute_kernel_backward(mut dinp: DisjointSlice<bf16>, dq: &[bf16], dk: &[bf16], dv: &[bf16], b: u32, n: u32, nh: u32, d: u32) {
     let i = unique_index();
-    let (Some(per_bn), Some(nhd), Some(dd), Some(nn)) =
-        (NonZeroU32::new(3 * nh * d), NonZeroU32::new(nh * d), NonZeroU32::new(d), NonZeroU32::new(n))
-    else {
+    let (Some(per_bn), Some(nhd), Some(dd), Some(nn)) = (NonZeroU32::new(3 * nh * d), NonZeroU32::new(nh * d), NonZeroU32::new(d), NonZeroU32::new(n)) else {
         return;
     };
     let _ = b;
@@ -116,13 +115,9 @@ pub fn layernorm_backward_kernel2(
     {
         let start = idx as usize * c as usize;
         let cols = c as usize;
-        if let (Some(dout_bt), Some(inp_bt), Some(weight), Some(mean_bt), Some(rstd_bt)) = (
-            dout.get(start..start + cols),
-            inp.get(start..start + cols),
-            weight.get(..cols),
-            mean.get(idx as usize),
-            rstd.get(idx as usize),
-        ) {
+        if let (Some(dout_bt), Some(inp_bt), Some(weight), Some(mean_bt), Some(rstd_bt)) =
+            (dout.get(start..start + cols), inp.get(start..start + cols), weight.get(..cols), mean.get(idx as usize), rstd.get(idx as usize))
+        {
             let (mean_bt, rstd_bt) = (mean_bt.widen(), rstd_bt.widen());
             let mut dnorm_mean = 0.0f32;
             let mut dnorm_norm_mean = 0.0f32;
@@ -225,7 +220,41 @@ pub fn encoder_backward_kernel2(dwte: AtomicSlice<f32>, dwpe: AtomicSlice<f32>, 
 
 // ---- The fix round (after the first try's SASS, before the one GPU call) --------------------
 
-/// [`layernorm_backward_kernel2`]'s fix round: the same computation with its panic paths
+/// [`permute_kernel_backward()`]'s fix round, written after the GPU call (so not measured on a
+/// GPU): the source's work per thread (three loads, three stores, one set of index divisions)
+/// with `dinp` seen as a matrix of `B N 3` rows and `NH d` columns (`nhd`), cut into tiles of
+/// 3 rows (one `(b, n)`) and 256 columns: block `(x, y)` owns tile `(x, y)`, thread `t` its
+/// column `256 x + t` in the tile's three rows, which are the source's three stores. The
+/// first try's gather ran 3x the threads, each with four run-time divisions: 0.48x nvcc on
+/// an H200. Launch: grid `(ceil(NH d / 256), B N)`, blocks of exactly 256 threads.
+#[kernel(cols(dinp = nhd))]
+#[allow(clippy::too_many_arguments)]
+pub fn permute_kernel_backward_fixed(
+    mut dinp: PerBlockTile<bf16, 3, 256, 256, 1>,
+    dq: &[bf16],
+    dk: &[bf16],
+    dv: &[bf16],
+    b: u32,
+    n: u32,
+    nh: u32,
+    d: u32,
+    nhd: u32,
+) {
+    let (Some(dd), Some(nn)) = (NonZeroU32::new(d), NonZeroU32::new(n)) else { return };
+    let _ = (b, nhd);
+    let Some(mut tile) = dinp.tile_clipped_mut(block_tile()) else { return };
+    let (bn, c) = (tile.origin().0 / 3, tile.col(0));
+    let (nh_, d_) = (c / dd, c % dd);
+    let (bb, n_) = (bn / nn, bn % nn);
+    let src = (bb * nh * n * d + nh_ * n * d + n_ * d + d_) as usize;
+    for (k, from) in [dq, dk, dv].into_iter().enumerate() {
+        if let (Some(o), Some(&v)) = (tile.get_mut(k as u32, 0), from.get(src)) {
+            *o = v;
+        }
+    }
+}
+
+/// [`layernorm_backward_kernel2()`]'s fix round: the same computation with its panic paths
 /// removed (the first try's SASS: 6 `CALL`s to the panic handler, 1148 instructions against
 /// nvcc's 365) and without the 16-byte spill that `launch_bounds(256)` brought (ptxas aims at
 /// full occupancy under a bare `.maxntid 256`: 32 registers). Shared regions of exactly `C`
@@ -264,13 +293,9 @@ pub fn layernorm_backward_kernel2_fixed(
         && let Some(row) = dinp.row_mut(me)
     {
         let start = idx as usize * cols;
-        if let (Some(dout_bt), Some(inp_bt), Some(weight), Some(mean_bt), Some(rstd_bt)) = (
-            dout.get(start..start + cols),
-            inp.get(start..start + cols),
-            weight.get(..cols),
-            mean.get(idx as usize),
-            rstd.get(idx as usize),
-        ) {
+        if let (Some(dout_bt), Some(inp_bt), Some(weight), Some(mean_bt), Some(rstd_bt)) =
+            (dout.get(start..start + cols), inp.get(start..start + cols), weight.get(..cols), mean.get(idx as usize), rstd.get(idx as usize))
+        {
             let (mean_bt, rstd_bt) = (mean_bt.widen(), rstd_bt.widen());
             let mut dnorm_mean = 0.0f32;
             let mut dnorm_norm_mean = 0.0f32;
@@ -311,7 +336,7 @@ pub fn layernorm_backward_kernel2_fixed(
     }
 }
 
-/// [`matmul_backward_bias_kernel4`]'s fix round: its shared accesses tested against the
+/// [`matmul_backward_bias_kernel4()`]'s fix round: its shared accesses tested against the
 /// dynamic shared memory's length in the kernel, and the column's length taken as a `u32` by
 /// `try_from` (the first try's `as u32` let the compiler see no bound for `all[i]`): the first
 /// try kept 5 panic `CALL`s (341 SASS instructions against nvcc's 177).

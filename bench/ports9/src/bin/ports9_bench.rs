@@ -47,7 +47,9 @@ fn main() -> Result<()> {
         let mut run_ours = || -> Result<()> { Ok(llmc::unpermute_kernel_backward::launch(&stream, config, &mut ours, &dout, b, n, nh, hd)?) };
         let run_twin = || -> Result<()> {
             // SAFETY: `twin` and `dout` hold B N NH d elements, the grid covers them.
-            unsafe { twins::twin_unpermute_kernel_backward::launch_in(&lm, &stream, config, ptr(&twin), ptr(&dout), b as i32, n as i32, nh as i32, hd as i32)? };
+            unsafe {
+                twins::twin_unpermute_kernel_backward::launch_in(&lm, &stream, config, ptr(&twin), ptr(&dout), b as i32, n as i32, nh as i32, hd as i32)?
+            };
             Ok(())
         };
         let reps = reps_for(&context, &stream, &mut run_ours)?;
@@ -70,7 +72,19 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: `twin` holds 3 B N NH d elements, the inputs B N NH d each.
             unsafe {
-                twins::twin_permute_kernel_backward::launch_in(&lm, &stream, config_twin, ptr(&twin), ptr(&dq), ptr(&dk), ptr(&dv), b as i32, n as i32, nh as i32, hd as i32)?
+                twins::twin_permute_kernel_backward::launch_in(
+                    &lm,
+                    &stream,
+                    config_twin,
+                    ptr(&twin),
+                    ptr(&dq),
+                    ptr(&dk),
+                    ptr(&dv),
+                    b as i32,
+                    n as i32,
+                    nh as i32,
+                    hd as i32,
+                )?
             };
             Ok(())
         };
@@ -78,6 +92,16 @@ fn main() -> Result<()> {
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
         table.row("llm.c permute_kernel_backward", "B8 N1024 NH12 d64 bf16, block 256", times, &check_bits("", &ours.to_vec()?, &twin.to_vec()?));
+        // The fix round (written after session 21's GPU call): the tile launch, the source's
+        // work per thread.
+        let config_tiles = LaunchConfig::new(((nh * hd).div_ceil(256), b * n), 256);
+        let mut fixed = DeviceBuffer::<bf16>::zeroed(&context, 3 * len)?;
+        let mut run_fixed =
+            || -> Result<()> { Ok(llmc::permute_kernel_backward_fixed::launch(&stream, config_tiles, &mut fixed, &dq, &dk, &dv, b, n, nh, hd, nh * hd)?) };
+        let reps = reps_for(&context, &stream, &mut run_fixed)?;
+        let times = time_pair(&context, &stream, reps, run_fixed, run_twin)?;
+        stream.synchronize()?;
+        table.row("llm.c permute_kernel_backward (fixed)", "B8 N1024 NH12 d64 bf16, block 256", times, &check_bits("", &fixed.to_vec()?, &twin.to_vec()?));
         Ok(())
     });
 
@@ -109,8 +133,22 @@ fn main() -> Result<()> {
             // 2 C floats of dynamic shared memory; the grid covers B T warps.
             unsafe {
                 twins::twin_layernorm_backward_kernel2::launch_in(
-                    &lm, &stream, config, ptr(o), ptr(&unused), ptr(&unused), ptr(&dout), ptr(&inp), ptr(&weight), ptr(&mean), ptr(&rstd),
-                    b as i32, t as i32, c as i32, ptr(ow), ptr(ob),
+                    &lm,
+                    &stream,
+                    config,
+                    ptr(o),
+                    ptr(&unused),
+                    ptr(&unused),
+                    ptr(&dout),
+                    ptr(&inp),
+                    ptr(&weight),
+                    ptr(&mean),
+                    ptr(&rstd),
+                    b as i32,
+                    t as i32,
+                    c as i32,
+                    ptr(ow),
+                    ptr(ob),
                 )?
             };
             Ok(())
@@ -185,7 +223,9 @@ fn main() -> Result<()> {
         };
         let launch_twin = |w: &DeviceBuffer<f32>, p: &DeviceBuffer<f32>| -> Result<()> {
             // SAFETY: `w` holds V C elements and every id is below V, `p` T C, `dout` B T C.
-            unsafe { twins::twin_encoder_backward_kernel2::launch_in(&lm, &stream, config, ptr(w), ptr(p), ptr(&dout), ptr(&inp), b as i32, t as i32, c as i32)? };
+            unsafe {
+                twins::twin_encoder_backward_kernel2::launch_in(&lm, &stream, config, ptr(w), ptr(p), ptr(&dout), ptr(&inp), b as i32, t as i32, c as i32)?
+            };
             Ok(())
         };
         let mut run_ours = || launch_ours(&mut ow, &mut op);
@@ -227,7 +267,12 @@ fn main() -> Result<()> {
         // The copy is idempotent (no block is both a source and a destination): the buffers
         // after the timed runs are the result of one launch.
         let (ks, vs) = (ok.to_vec()?, ov.to_vec()?);
-        let check = format!("{}; {}; changed {} keys", check_bits("keys", &ks, &tk.to_vec()?), check_bits("values", &vs, &tv.to_vec()?), ks.iter().zip(&keys0).filter(|(a, b)| a != b).count());
+        let check = format!(
+            "{}; {}; changed {} keys",
+            check_bits("keys", &ks, &tk.to_vec()?),
+            check_bits("values", &vs, &tv.to_vec()?),
+            ks.iter().zip(&keys0).filter(|(a, b)| a != b).count()
+        );
         table.row("vLLM copy_blocks_kernel", "8 layers x 128 pairs x 16384 bf16", times, &check);
         Ok(())
     });

@@ -11,8 +11,8 @@ use ferrocuda_device::global::{AtomicSlice, BlockRows, DisjointSlice, block_row}
 use ferrocuda_device::half::{F32ToHalf, HalfFloat, bf16};
 use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::pack16::Bf16x8;
-use ferrocuda_device::thread::{block_dim_x, block_idx, strided_range, thread_idx_x};
 use ferrocuda_device::sync::sync_threads;
+use ferrocuda_device::thread::{block_dim_x, block_idx, strided_range, thread_idx_x};
 use ferrocuda_device::{block_scratch, kernel, shared_array, warp};
 
 ferrocuda_device::embed_kernels!();
@@ -86,7 +86,7 @@ pub fn poly_norm_kernel(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16],
     }
 }
 
-/// [`poly_norm_kernel`]'s fix round: CUB reduces the three sums as one `float3` (one barrier,
+/// [`poly_norm_kernel()`]'s fix round: CUB reduces the three sums as one `float3` (one barrier,
 /// then thread 0's hand-off: 2), where the first try's library reductions took 4 barriers
 /// (`sum_then_sum_all` 2, `sum_all` 2). Here, in blocks of whole warps, each warp folds its
 /// three sums by shuffles, lane 0 stores them, one barrier, and every thread adds the warps'
