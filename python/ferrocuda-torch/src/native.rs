@@ -56,8 +56,11 @@ struct Api {
     record_stream: Py<PyAny>,
     is_neg: Py<PyAny>,
     /// `clone` and `new_empty`, `copy_`: the CPU path's copies in and out (G21R-1).
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     clone: Py<PyAny>,
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     new_empty: Py<PyAny>,
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     copy_: Py<PyAny>,
     /// The getters of `requires_grad` and `device`.
     requires_grad: Py<PyAny>,
@@ -218,8 +221,10 @@ fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py
     Ok((class.into_any(), enter, exit))
 }
 
+/// torch's API, once checked.
+static API: OnceLock<Api> = OnceLock::new();
+
 fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    static API: OnceLock<Api> = OnceLock::new();
     if let Some(api) = API.get() {
         return Ok(api);
     }
@@ -276,7 +281,8 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
 /// to be one (G21R-2).
 #[cfg_attr(not(feature = "library"), allow(dead_code))]
 pub(crate) fn is_tensor(py: Python<'_>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if !loaded(py, "torch")? {
+    // Once torch's API was checked, `sys.modules` (which Python code may edit) is not asked.
+    if API.get().is_none() && !loaded(py, "torch")? {
         return Ok(false);
     }
     let base = api(py)?.tensor_base.bind(py);
@@ -501,6 +507,7 @@ impl<'py> NoHooks<'py> {
     /// which torch's own contract covers (a torch program doing the same reads the same freed
     /// memory). The clone is referenced by this call alone and no Python code runs between its
     /// making and the copy out of it (the GIL is held throughout), so nothing frees it meanwhile.
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     pub(crate) fn copy_out(&self, tensor: &Bound<'py, PyAny>, numel: usize) -> PyResult<Vec<f32>> {
         let copy = self.call(&self.api.clone, tensor)?;
         let native = self.read(&[&copy])?.remove(0);
@@ -521,6 +528,7 @@ impl<'py> NoHooks<'py> {
     /// Writes `values` into the CPU float32 tensor `tensor` (of shape `shape`) through torch:
     /// into a new tensor of the call's own first, then `tensor.copy_(that)` (G21R-1: as in
     /// [`copy_out`](Self::copy_out), the call never writes `tensor`'s memory itself).
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     pub(crate) fn copy_in(&self, tensor: &Bound<'py, PyAny>, shape: &[usize], values: &[f32]) -> PyResult<()> {
         let staging = self.api.new_empty.bind(self.py).call1((tensor, shape.to_vec()))?;
         let native = self.read(&[&staging])?.remove(0);
@@ -535,6 +543,7 @@ impl<'py> NoHooks<'py> {
     }
 
     /// That `copy` (a tensor torch made for the call) is what the call asked for.
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     fn check_owned(&self, copy: &Bound<'py, PyAny>, native: &Native, numel: usize) -> PyResult<()> {
         let f32_ok = self.is_f32(copy, native)?;
         if native.device != Device::Cpu || native.numel != numel || !native.contiguous || !f32_ok || (numel > 0 && !native.address.is_multiple_of(4)) {
