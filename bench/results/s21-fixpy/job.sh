@@ -19,11 +19,11 @@ A="$HERE/audit"
 step probe "facts: torch's types" 20 env PYTHONPATH="$lib" "$py" "$HERE/probe.py"
 ( step repro "G21R-2 repro_real_torch, baseline wheel" 20 env PYTHONPATH="$base" "$py" "$A/repro_real_torch.py"
   step repro "G21R-2 repro_real_torch, fixed wheel" 20 env PYTHONPATH="$lib" "$py" "$A/repro_real_torch.py"
-  step repro "G21R-1 repro attack 12 s, fixed wheel" 30 env PYTHONPATH="$lib" "$py" "$A/repro.py" attack 12 ) &
-( step gc "open-gc-finalizers repro_torch, fixed wheel" 70 env PYTHONPATH="$lib" "$py" "$A/repro_torch.py"
-  step gc "G21R-1 repro attack 8 s, baseline wheel (control of the repro)" 20 env PYTHONPATH="$base" "$py" "$A/repro.py" attack 8 ) &
+  step repro "G21R-1 repro attack 12 s, fixed wheel" 25 env PYTHONPATH="$lib" "$py" "$A/repro.py" attack 12 ) &
+( step gc "open-gc-finalizers repro_torch, fixed wheel" 55 env PYTHONPATH="$lib" "$py" "$A/repro_torch.py"
+  step gc "G21R-1 repro attack 8 s, baseline wheel (control of the repro)" 14 env PYTHONPATH="$base" "$py" "$A/repro.py" attack 8 ) &
 cd "$HERE/tests"
-( step pytest-ops "pytest (REQUIRE_GPU=1): ops, ops_registration" 85 env REQUIRE_GPU=1 PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_ops_registration.py test_ops.py ) &
-step pytest "pytest (REQUIRE_GPU=1): g21r, g20r, dlpack_release, g18r, torch, numpy" 85 env REQUIRE_GPU=1 PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_g21r.py test_g20r.py test_dlpack_release.py test_g18r.py test_torch.py test_numpy.py
+( step pytest-ops "pytest (REQUIRE_GPU=1): ops, ops_registration" 80 env REQUIRE_GPU=1 PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_ops_registration.py test_ops.py ) &
+step pytest "pytest (REQUIRE_GPU=1): g21r, g20r, dlpack_release, g18r, torch, numpy" 80 env REQUIRE_GPU=1 PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_g21r.py test_g20r.py test_dlpack_release.py test_g18r.py test_torch.py test_numpy.py
 wait
 cd "$R" && tail -n 40 probe.txt repro.txt gc.txt pytest.txt pytest-ops.txt
