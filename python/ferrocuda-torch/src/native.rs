@@ -184,8 +184,11 @@ pub(crate) fn c_function<'py>(object: Bound<'py, PyAny>, name: &str, what: &str)
 /// What it does not cover: Python code that replaces `__enter__` *before the first call* with
 /// a C function of another binding whose docstring names `_DisableTorchDispatch` (there is
 /// none in torch 2.11); and pybind11's `__init__`, which runs when the guard is made: Python
-/// code it might run runs before any address is read (the readers record every tensor first,
-/// then read every address, and compare; see `dlpack::import_all` and `glue::verify`).
+/// code it might run runs before any address is read (the readers make the guard, record every
+/// tensor, then read every address: `dlpack::import_all`, and `glue::verify`, which also
+/// compares with what the checks saw). What a subverted guard still allows is narrower: a
+/// handler run by `record_stream` that moves a tensor to memory of another stream after its
+/// record (the DLPack path would then not have that memory recorded: G20R-2's case).
 fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>, Py<PyAny>)> {
     let py = c.py();
     let what = "torch._C._DisableTorchDispatch";
