@@ -134,6 +134,12 @@ pub struct Imported {
     /// when the call ends for host arrays, parked until the call's GPU work has completed for
     /// CUDA arrays ([`park`]).
     keep: Py<PyAny>,
+    /// A CPU torch tensor's values, copied out by torch into memory of the call's own when it
+    /// was read (G21R-1: `address` is then never dereferenced; see [`Imported::host_values`]).
+    copied: Option<Vec<f32>>,
+    /// The garbage collector paused until the call has used the memory (held by the output:
+    /// see `import_all`).
+    _gc: Option<crate::native::GcPaused>,
 }
 
 impl Imported {
@@ -147,16 +153,26 @@ impl Imported {
     /// load, so a concurrent writer can change which values the kernel sees, never make our
     /// accesses undefined. The kernel then runs on the copies (the CPU executor is far slower
     /// than the copy). Audit 2026-11-28g's wording note on the old `SAFETY` argument.
+    ///
+    /// A CPU torch tensor was copied when it was read, by torch (`clone`), not here: another
+    /// thread's torch op, already running without the GIL, may free a tensor's memory at any
+    /// moment (`resize_` of a tensor on the same storage; G21R-1), which no reference we hold
+    /// prevents. Those values are returned. A NumPy array's memory cannot be freed while its
+    /// capsule lives (NumPy refuses to resize an array referred to), and another producer's
+    /// capsule keeps its memory by the DLPack contract.
     pub fn host_values(&self) -> Vec<f32> {
         assert_eq!(self.place, Place::Cpu, "host_values() of a device array");
+        if let Some(values) = &self.copied {
+            return values.clone();
+        }
         (0..self.len)
             .map(|i| {
-                // SAFETY: element `i` of `len` initialised f32s of host memory, its address read
-                // after the last Python code the call runs (`import_all`; the callers run none
-                // until their last use, and a torch tensor's memory is freed only by Python code:
-                // `keep` holds the tensor; a NumPy array's capsule holds the array, which NumPy
-                // refuses to resize while referred to; another producer's capsule keeps its
-                // memory by the DLPack contract), 4-byte aligned (checked in `import`, as `AtomicU32`
+                // SAFETY: element `i` of `len` initialised f32s of host memory exported through
+                // DLPack (not a torch tensor's: those are `copied`), its address read after the
+                // last Python code the call runs (`import_all`; the callers run none until their
+                // last use); a NumPy array's capsule holds the array, which NumPy refuses to
+                // resize (free) while referred to; another producer's capsule keeps its memory
+                // by the DLPack contract; 4-byte aligned (checked in `import`, as `AtomicU32`
                 // needs); every access from this crate to it is atomic (here and in
                 // `store_host`), so another thread's writes race with no non-atomic access of
                 // ours.
@@ -167,10 +183,15 @@ impl Imported {
     }
 
     /// Writes `values` into the array (CPU outputs only), one atomic store per element, for
-    /// the reason [`host_values`](Self::host_values) gives.
-    pub fn store_host(&mut self, values: &[f32]) {
+    /// the reason [`host_values`](Self::host_values) gives; a torch tensor through torch
+    /// (`copy_` from a tensor of the call's own: G21R-1).
+    pub fn store_host(&mut self, py: Python<'_>, values: &[f32]) -> PyResult<()> {
         assert_eq!(self.place, Place::Cpu, "store_host() of a device array");
         assert_eq!(values.len(), self.len, "store_host() of a different length");
+        if self.copied.is_some() {
+            let hooks = crate::native::NoHooks::enter(py)?;
+            return hooks.copy_in(self.keep.bind(py), &self.shape, values);
+        }
         for (i, &value) in values.iter().enumerate() {
             // SAFETY: as in `host_values`; the array is writable (an output: DLPack hands the
             // consumer the producer's memory, which NumPy and torch let it write), and no other
@@ -178,6 +199,7 @@ impl Imported {
             let cell = unsafe { AtomicU32::from_ptr((self.address as *mut u32).add(i)) };
             cell.store(value.to_bits(), Ordering::Relaxed);
         }
+        Ok(())
     }
 
     fn bytes(&self) -> std::ops::Range<u64> {
@@ -185,11 +207,14 @@ impl Imported {
     }
 }
 
-/// PyTorch's current stream on CUDA device `ordinal` (`torch.cuda.current_stream(ordinal).cuda_stream`;
-/// 0 is the legacy default stream), or 0 when PyTorch is not installed.
+/// PyTorch's current stream on CUDA device `ordinal` (0 is the legacy default stream), through
+/// torch's checked C accessor ([`crate::glue::torch_current_stream`], G21R-2), or 0 when
+/// PyTorch is not installed.
 pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
-    let Ok(torch) = py.import("torch") else { return Ok(0) };
-    torch.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract()
+    if py.import("torch").is_err() {
+        return Ok(0);
+    }
+    crate::glue::torch_current_stream(py, ordinal)
 }
 
 /// What an array is, by its type alone (read without running Python code).
@@ -276,20 +301,30 @@ pub fn import_all<'py>(py: Python<'py>, inputs: &[&Bound<'py, PyAny>], output: &
             }
         }
     }
-    // The tensors, last, with no Python code of anyone's able to run from here on.
+    // The tensors, last, with no Python code of anyone's able to run from here on. Every tensor
+    // is recorded on the stream first (`record_stream` is a dispatched torch op: with the
+    // dispatch guard of `NoHooks` it runs no Python code, and should that guard be subverted,
+    // what ran did so before any address below was read), then every one is read.
+    let mut gc = None;
     if kinds.contains(&Kind::Tensor) {
         let hooks = crate::native::NoHooks::enter(py)?;
-        for (i, (array, kind)) in arrays.iter().zip(&kinds).enumerate() {
-            if *kind == Kind::Tensor {
-                if let Some(stream) = &stream_object {
-                    hooks.record_stream(array, stream)?;
-                }
-                imported[i] = Some(import_tensor(&hooks, array, output_place, stream)?);
+        // Paused after the last Python code the call may run, until the output drops (after the
+        // CPU executor's run, or once the launch is queued: `on_gpu`).
+        gc = Some(crate::native::GcPaused::enter(py)?);
+        let tensors: Vec<(usize, &Bound<'py, PyAny>)> =
+            arrays.iter().zip(&kinds).enumerate().filter(|(_, (_, kind))| **kind == Kind::Tensor).map(|(i, (array, _))| (i, *array)).collect();
+        if let Some(stream) = &stream_object {
+            for (_, array) in &tensors {
+                hooks.record_stream(array, stream)?;
             }
+        }
+        for (i, array) in tensors {
+            imported[i] = Some(import_tensor(&hooks, array, output_place, stream)?);
         }
     }
     let mut imported: Vec<Imported> = imported.into_iter().map(|a| a.expect("every array was imported")).collect();
-    let output = imported.pop().expect("the output is an array");
+    let mut output = imported.pop().expect("the output is an array");
+    output._gc = gc;
     let inputs = imported;
     // Every array is at `output_place`: `import` and `import_tensor` checked it.
     for input in &inputs {
@@ -333,7 +368,10 @@ fn import_tensor<'py>(hooks: &crate::native::NoHooks<'py>, tensor: &Bound<'py, P
         return Err(PyValueError::new_err(format!("the array's address {:#x} is not aligned for float32", native.address)));
     }
     let stream = if place == Place::Cpu { 0 } else { stream };
-    Ok(Imported { place, address: native.address, len: native.numel, shape, stream, keep: tensor.clone().unbind() })
+    // On the CPU the values are copied now, by torch (G21R-1: see `Imported::host_values`); the
+    // address is kept for the overlap check alone.
+    let copied = if place == Place::Cpu { Some(hooks.copy_out(tensor, native.numel)?) } else { None };
+    Ok(Imported { place, address: native.address, len: native.numel, shape, stream, keep: tensor.clone().unbind(), copied, _gc: None })
 }
 
 /// Refuses a call on CUDA device `ordinal` while `stream` (torch's current stream there) is
@@ -346,9 +384,19 @@ fn refuse_capture(ordinal: usize, stream: usize) -> PyResult<()> {
         return Ok(());
     }
     let context = crate::glue::context(ordinal)?;
+    let mut owner = std::ptr::null_mut();
+    // SAFETY: torch's current stream of the device (from torch's checked C accessor, G21R-2), a
+    // live stream; the call writes one context handle.
+    unsafe { ferrocuda_host::driver::stream::get_ctx(stream as ferrocuda_host::sys::CUstream, &mut owner) }.map_err(crate::glue::gpu_error)?;
+    if owner != context.raw() {
+        return Err(PyRuntimeError::new_err(format!(
+            "torch's current stream {stream:#x} of cuda:{ordinal} belongs to another context than the device's primary one: ferrocuda_torch runs              on torch's streams of the primary context only"
+        )));
+    }
     let mut status = ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: torch's current stream of the device, a live stream of its primary context (bound
-    // to this thread by `context`); the call writes one enum value and queues nothing.
+    // to this thread by `context`, checked just now); the call writes one enum value and queues
+    // nothing.
     unsafe { ferrocuda_host::driver::stream::is_capturing(stream as ferrocuda_host::sys::CUstream, &mut status) }.map_err(crate::glue::gpu_error)?;
     drop(context);
     if status != ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
@@ -434,7 +482,7 @@ fn import(py: Python<'_>, array: &Bound<'_, PyAny>, place: Place, stream: usize)
     if len > 0 && !address.is_multiple_of(4) {
         return Err(PyValueError::new_err(format!("the array's address {address:#x} is not aligned for float32")));
     }
-    Ok(Imported { place, address, len, shape, stream, keep: capsule.unbind() })
+    Ok(Imported { place, address, len, shape, stream, keep: capsule.unbind(), copied: None, _gc: None })
 }
 
 /// The capsules of one GPU call, held until its work has completed.

@@ -299,18 +299,22 @@ pub fn gpu_error(error: impl std::fmt::Display) -> PyErr {
     PyRuntimeError::new_err(format!("ferrocuda: {error}"))
 }
 
-/// PyTorch's current stream of CUDA device `ordinal` (0: the legacy default stream).
+/// PyTorch's current stream of CUDA device `ordinal` (0: the legacy default stream), through
+/// torch's C accessor `torch._C._cuda_getCurrentRawStream` (what its Triton launcher uses),
+/// checked to be that C function (G21R-2: a module attribute, which Python code can rebind; the
+/// handle goes to `unsafe` driver calls, which check it belongs to the device's context).
 pub fn torch_current_stream(py: Python<'_>, ordinal: usize) -> PyResult<usize> {
-    static RAW: OnceLock<Option<Py<PyAny>>> = OnceLock::new();
+    static RAW: OnceLock<Py<PyAny>> = OnceLock::new();
     if RAW.get().is_none() {
-        // torch's own fast accessor (what its Triton launcher uses); `current_stream` otherwise.
-        let f = py.import("torch")?.getattr("_C").and_then(|c| c.getattr("_cuda_getCurrentRawStream")).ok().map(Bound::unbind);
-        let _ = RAW.set(f);
+        let f = py.import("torch")?.getattr("_C")?.getattr("_cuda_getCurrentRawStream").map_err(|_| {
+            PyRuntimeError::new_err(
+                "this torch has no torch._C._cuda_getCurrentRawStream (a CPU-only build, or older than 2.0): CUDA tensors need a CUDA build",
+            )
+        })?;
+        let f = crate::native::c_function(f, "_cuda_getCurrentRawStream", "torch._C._cuda_getCurrentRawStream")?;
+        let _ = RAW.set(f.unbind());
     }
-    match RAW.get() {
-        Some(Some(f)) => f.bind(py).call1((ordinal,))?.extract(),
-        _ => py.import("torch")?.getattr("cuda")?.call_method1("current_stream", (ordinal,))?.getattr("cuda_stream")?.extract(),
-    }
+    RAW.get().expect("set above").bind(py).call1((ordinal,))?.extract()
 }
 
 /// What the last call on the GPU received: the stream and the device address of each tensor,
@@ -349,14 +353,26 @@ pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize>
 /// device again and refuses the call if any differs from what the checks saw. The outputs the
 /// call allocated itself ([`TensorInfo::fresh`]) are neither: they come from the current
 /// stream, with the hooks off, and no Python code ran since.
-pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>], stream: Option<(usize, usize)>) -> PyResult<()> {
+///
+/// Returns the garbage collector paused ([`crate::native::GcPaused`]), from before the final
+/// read: keep it until the memory has been used (the launch queued).
+pub(crate) fn verify(
+    py: Python<'_>,
+    op: &str,
+    tensors: &[TensorInfo],
+    objects: &[Py<PyAny>],
+    stream: Option<(usize, usize)>,
+) -> PyResult<crate::native::GcPaused> {
     let (tensors, objects): (Vec<&TensorInfo>, Vec<&Bound<'_, PyAny>>) =
         tensors.iter().zip(objects).filter(|(t, _)| !t.fresh).map(|(t, o)| (t, o.bind(py))).unzip();
     if tensors.is_empty() {
-        return Ok(());
+        // Only tensors the call allocated itself, with no Python code run since.
+        return crate::native::GcPaused::enter(py);
     }
     let stream = stream.map(|(device, raw)| crate::native::current_stream_object(py, device, raw)).transpose()?;
     let hooks = crate::native::NoHooks::enter(py)?;
+    // After the last Python code that may run (torch's `current_stream`, the guards' making).
+    let gc = crate::native::GcPaused::enter(py)?;
     if let Some(stream) = &stream {
         for object in &objects {
             hooks.record_stream(object, stream)?;
@@ -388,7 +404,7 @@ pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: 
             )));
         }
     }
-    Ok(())
+    Ok(gc)
 }
 
 /// One op invocation on CUDA tensors (see the [module docs](self)).
@@ -400,6 +416,9 @@ pub struct Call {
     _keep: Vec<Py<PyAny>>,
     taken: RefCell<Vec<bool>>,
     stream: Stream,
+    /// The garbage collector paused from the final read (`verify`) to the end of the call
+    /// (its finalizers are Python code: [`crate::native::GcPaused`]).
+    _gc: crate::native::GcPaused,
 }
 
 impl Call {
@@ -432,7 +451,7 @@ impl Call {
         let raw = torch_current_stream(py, device)?;
         // The last Python calls of the call (G20R-2's `record_stream`, G20R-3's final read), none
         // of which runs anyone's Python code; from here to the launch none runs at all.
-        verify(py, op, &tensors, &keep, Some((device, raw)))?;
+        let gc = verify(py, op, &tensors, &keep, Some((device, raw)))?;
         // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
         // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
         // is kept alive by torch's current-stream state while it is current, which it is for
@@ -445,7 +464,7 @@ impl Call {
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream })
+        Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream, _gc: gc })
     }
 
     /// The stream to launch on (torch's current stream).
@@ -491,7 +510,9 @@ impl Call {
         // through work queued on its current stream (the home stream) before or after this
         // call, and reuses it, once freed or resized, only after the work queued on that stream
         // (`record_stream` in `verify`, whatever stream allocated it); no output overlaps it
-        // (`check_tensors`).
+        // (`check_tensors`). Not covered (G21R-1, documented in docs/interop.md "Other
+        // threads"): another thread's torch op, running without the GIL, that frees the memory
+        // between `verify` and the launch, as it would under torch's own ops.
         unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
     }
 

@@ -101,7 +101,11 @@ mod module {
             // or resized later, is reused only after that work (`record_stream` in `import_all`);
             // written on the device only as ordered with this stream (the DLPack contract; the
             // GIL orders nothing on the GPU, and no host reference to the memory is made here),
-            // and no output overlaps it (`import_all`).
+            // and no output overlaps it (`import_all`). Not covered (G21R-1, the documented
+            // limit, docs/interop.md "Other threads"): another thread's torch op, already
+            // running without the GIL, that frees a torch tensor's memory between its final
+            // read and this launch (a `resize_` of a tensor on the same storage); torch's own
+            // ops have the same window, which only torch could close (pinning the storage).
             reads.push(unsafe { BorrowedSlice::<f32>::new(&stream, input.address, input.len) }.map_err(gpu_error)?);
         }
         let mut writes = Vec::new();
@@ -162,7 +166,7 @@ mod module {
                 // On copies (`Imported::host_values`: the GIL does not keep a host array unchanged).
                 let mut values = y.host_values();
                 saxpy_kernel::launch_cpu(executor(), config, a, &x.host_values(), &mut values).map_err(cpu_error)?;
-                y.store_host(&values);
+                y.store_host(py, &values)?;
                 Ok(())
             }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![y], |stream, r, w| saxpy_kernel::launch(stream, config, a, &r[0], &mut w[0])),
@@ -188,7 +192,7 @@ mod module {
                 // On copies, as in `saxpy`.
                 let mut values = out.host_values();
                 rms_norm_kernel::launch_cpu(executor(), config, &x.host_values(), &weight.host_values(), &mut values, rows, eps).map_err(cpu_error)?;
-                out.store_host(&values);
+                out.store_host(py, &values)?;
                 Ok(())
             }
             Place::Cuda(ordinal) => {
@@ -218,7 +222,7 @@ mod module {
                 // On copies, as in `saxpy`.
                 let mut values = out.host_values();
                 softmax_kernel::launch_cpu(executor(), config, &x.host_values(), &mut values, rows, cols).map_err(cpu_error)?;
-                out.store_host(&values);
+                out.store_host(py, &values)?;
                 Ok(())
             }
             Place::Cuda(ordinal) => on_gpu(ordinal, inputs, vec![out], |stream, r, w| softmax_kernel::launch(stream, config, &r[0], &mut w[0], rows, cols)),

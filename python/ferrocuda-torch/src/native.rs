@@ -16,22 +16,36 @@
 //! nor a mode's runs) and the Python dispatch keys excluded (`torch._C._DisableTorchDispatch`:
 //! no `__torch_dispatch__` of a subclass or mode runs for the `record_stream` op). Between that
 //! read and the use of the memory (the CPU executor's run, or the launch being queued) the
-//! caller runs no Python code. torch and its modules themselves are trusted (they are the
-//! platform the tensors come from); the objects passed in, and the hooks a program installs,
-//! are not.
+//! caller runs no Python code, with the garbage collector paused ([`GcPaused`]: its
+//! finalizers are Python code). torch's and NumPy's C code is trusted (it is the platform the
+//! tensors come from); the objects passed in, the hooks a program installs, and whatever a
+//! program put under torch's or NumPy's names (module attributes, `sys.modules`) are not: every
+//! platform object is checked to be C code before use (audit 2026-11-29, G21R-2; see [`api`]).
+//!
+//! Other threads (audit 2026-11-29, G21R-1): the GIL keeps their Python code out, not their
+//! torch ops, which run without it; one that frees an argument's memory (`resize_` of a tensor
+//! on the same storage) during a call is why the CPU path has torch copy the tensors
+//! ([`NoHooks::copy_out`], [`NoHooks::copy_in`]). On the GPU that window (final read to launch)
+//! is a documented limit (docs/interop.md, "Other threads"), as it is for torch's own ops.
 
 use std::sync::{Mutex, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyType;
 
-/// torch's entry points that run no user code (see the module's documentation).
+/// torch's entry points that run no user code (see the module's documentation), each taken
+/// from an object that Python code cannot rebind (G21R-2, below).
 struct Api {
-    /// `torch._C.TensorBase`, the C base class of `torch.Tensor`.
-    tensor_base: Py<PyAny>,
+    /// `torch._C.TensorBase`, the C base class of `torch.Tensor`: a static type (made by C code,
+    /// immutable), checked.
+    tensor_base: Py<PyType>,
     disable_function: Py<PyAny>,
+    /// `torch._C._DisableTorchDispatch` and its `__enter__`/`__exit__` (see [`dispatch_guard`]).
     disable_dispatch: Py<PyAny>,
+    dispatch_enter: Py<PyAny>,
+    dispatch_exit: Py<PyAny>,
     data_ptr: Py<PyAny>,
     numel: Py<PyAny>,
     element_size: Py<PyAny>,
@@ -41,6 +55,13 @@ struct Api {
     size: Py<PyAny>,
     record_stream: Py<PyAny>,
     is_neg: Py<PyAny>,
+    /// `clone` and `new_empty`, `copy_`: the CPU path's copies in and out (G21R-1).
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    clone: Py<PyAny>,
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    new_empty: Py<PyAny>,
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    copy_: Py<PyAny>,
     /// The getters of `requires_grad` and `device`.
     requires_grad: Py<PyAny>,
     device: Py<PyAny>,
@@ -48,22 +69,189 @@ struct Api {
     is_cuda: Py<PyAny>,
     is_cpu: Py<PyAny>,
     current_stream: Py<PyAny>,
+    /// `torch._C._CudaStreamBase` (static) and the getter of its `cuda_stream`, to check what
+    /// `torch.cuda.current_stream` returned; `None` in a torch built without CUDA.
+    cuda_stream_base: Option<(Py<PyType>, Py<PyAny>)>,
 }
 
+// G21R-2 (audit 2026-11-29): the platform's objects are found by name in mutable Python state
+// (module attributes, `sys.modules`), which any Python code can rebind: `torch._C.TensorBase =
+// Base` made a class of the program's decide which objects are tensors and what their
+// addresses are. So nothing found by name is trusted as found; it is checked to be something
+// Python code cannot make:
+//
+// - a *static* type (no `Py_TPFLAGS_HEAPTYPE`): made by C code, and immutable since CPython
+//   3.10 (its attributes cannot be set, so its methods are the C code it was made with). Every
+//   class defined in Python is a heap type. Its `__module__` and `__name__` come from its C
+//   `tp_name` (read through its static metatype: no Python code runs), and are checked too;
+// - a method taken from such a type's own `__dict__` must be a `method_descriptor` (or a
+//   `getset_descriptor` for a property) whose `__objclass__` is that type and whose `__name__`
+//   is the one asked for: Python code cannot make either kind of object;
+// - a module-level function must be a `builtin_function_or_method` (a C function) of the name
+//   asked for, bound to a module: its name is its C `PyMethodDef`'s, read-only.
+//
+// Only what passed is cached. A check that fails is an error that says what was replaced.
+
+/// `ty`'s `Py_TPFLAGS_*` flags (a C read).
+fn type_flags(ty: &Bound<'_, PyType>) -> std::os::raw::c_ulong {
+    // SAFETY: a live type object; `PyType_GetFlags` reads one field.
+    unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) }
+}
+
+/// Whether `ty` is a static type (made by C code, not by a class statement) whose metatype is
+/// static too (so reading its attributes runs no Python code).
+fn is_static(ty: &Bound<'_, PyType>) -> bool {
+    type_flags(ty) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 && type_flags(&ty.get_type()) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0
+}
+
+/// Whether `ty` is the static type `module.name` (one of `names`).
+fn is_static_named(ty: &Bound<'_, PyType>, module: &str, names: &[&str]) -> PyResult<bool> {
+    if !is_static(ty) {
+        return Ok(false);
+    }
+    let py = ty.py();
+    let module_now: String = ty.getattr(intern!(py, "__module__"))?.extract()?;
+    let name_now: String = ty.getattr(intern!(py, "__name__"))?.extract()?;
+    Ok(module_now == module && names.contains(&name_now.as_str()))
+}
+
+fn replaced(what: &str) -> PyErr {
+    PyRuntimeError::new_err(format!(
+        "ferrocuda_torch: {what} is not torch's C object (Python code replaced it): the package takes the memory of tensors only from \
+         torch's own C types and functions (audit 2026-11-29, G21R-2). Do not rebind torch's attributes"
+    ))
+}
+
+/// `object` checked to be the static type `module.name` (one of `names`), as `what` for errors.
+fn static_type<'py>(object: Bound<'py, PyAny>, module: &str, names: &[&str], what: &str) -> PyResult<Bound<'py, PyType>> {
+    let ty = object.cast_into::<PyType>().map_err(|_| replaced(what))?;
+    if !is_static_named(&ty, module, names)? {
+        return Err(replaced(what));
+    }
+    Ok(ty)
+}
+
+/// The descriptor `name` of `ty`'s own `__dict__`, checked to be of the exact C descriptor type
+/// `kind` (`PyMethodDescr_Type`, `PyGetSetDescr_Type`), of `ty`, named `name`.
+fn c_descriptor<'py>(ty: &Bound<'py, PyType>, name: &str, kind: *mut pyo3::ffi::PyTypeObject) -> PyResult<Bound<'py, PyAny>> {
+    let py = ty.py();
+    let what = || format!("{}.{name}", ty.name().map(|n| n.to_string()).unwrap_or_default());
+    let descriptor = ty.getattr(intern!(py, "__dict__"))?.get_item(name).map_err(|_| replaced(&what()))?;
+    // SAFETY: reads the object's type pointer.
+    let exact = unsafe { pyo3::ffi::Py_TYPE(descriptor.as_ptr()) } == kind;
+    if !exact || !descriptor.getattr(intern!(py, "__objclass__"))?.is(ty) || descriptor.getattr(intern!(py, "__name__"))?.extract::<String>()? != name {
+        return Err(replaced(&what()));
+    }
+    Ok(descriptor)
+}
+
+/// The C method `name` of the static type `ty` (called unbound: `method(tensor, ...)`).
+fn c_method(ty: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
+    c_descriptor(ty, name, &raw mut pyo3::ffi::PyMethodDescr_Type).map(Bound::unbind)
+}
+
+/// The getter of the C property `name` of the static type `ty` (`descriptor.__get__`).
+fn c_getter(ty: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
+    c_descriptor(ty, name, &raw mut pyo3::ffi::PyGetSetDescr_Type)?.getattr("__get__").map(Bound::unbind)
+}
+
+/// `object` checked to be a C function named `name`, bound to a module (a module-level
+/// function of a C extension).
+pub(crate) fn c_function<'py>(object: Bound<'py, PyAny>, name: &str, what: &str) -> PyResult<Bound<'py, PyAny>> {
+    let py = object.py();
+    // SAFETY: reads the object's type pointer.
+    let exact = unsafe { pyo3::ffi::Py_TYPE(object.as_ptr()) } == &raw mut pyo3::ffi::PyCFunction_Type;
+    if !exact || object.getattr(intern!(py, "__name__"))?.extract::<String>()? != name {
+        return Err(replaced(what));
+    }
+    let owner = object.getattr(intern!(py, "__self__"))?;
+    // SAFETY: reads the object's type pointer.
+    if unsafe { pyo3::ffi::Py_TYPE(owner.as_ptr()) } != &raw mut pyo3::ffi::PyModule_Type {
+        return Err(replaced(what));
+    }
+    Ok(object)
+}
+
+/// `torch._C._DisableTorchDispatch`, with its `__enter__` and `__exit__`.
+///
+/// torch makes it with pybind11: a heap type whose attributes can be set, so its methods are
+/// taken once, checked, and called directly (`enter(guard)`), never looked up on the class or
+/// the instance again. Each is checked to be pybind11's wrapper (an `instancemethod`) of a C
+/// function of that name whose signature (its C docstring, read-only, written by pybind11 from
+/// the C++ binding) names `_DisableTorchDispatch`: a Python function, or another class's
+/// `__enter__`, does not pass. If torch ever makes it a static type, the static checks apply.
+///
+/// What it does not cover: Python code that replaces `__enter__` *before the first call* with
+/// a C function of another binding whose docstring names `_DisableTorchDispatch` (there is
+/// none in torch 2.11); and pybind11's `__init__`, which runs when the guard is made: Python
+/// code it might run runs before any address is read (the readers make the guard, record every
+/// tensor, then read every address: `dlpack::import_all`, and `glue::verify`, which also
+/// compares with what the checks saw). What a subverted guard still allows is narrower: a
+/// handler run by `record_stream` that moves a tensor to memory of another stream after its
+/// record (the DLPack path would then not have that memory recorded: G20R-2's case).
+fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py<PyAny>, Py<PyAny>)> {
+    let py = c.py();
+    let what = "torch._C._DisableTorchDispatch";
+    let class = c.getattr("_DisableTorchDispatch")?.cast_into::<PyType>().map_err(|_| replaced(what))?;
+    if is_static(&class) {
+        let class = static_type(class.into_any(), "torch._C", &["_DisableTorchDispatch"], what)?;
+        let enter = c_method(&class, "__enter__")?;
+        let exit = c_method(&class, "__exit__")?;
+        return Ok((class.into_any(), enter, exit));
+    }
+    let dict = class.getattr(intern!(py, "__dict__"))?;
+    let method = |name: &str| -> PyResult<Py<PyAny>> {
+        let wrapper = dict.get_item(name).map_err(|_| replaced(&format!("{what}.{name}")))?;
+        // SAFETY: reads the object's type pointer.
+        let wrapper_type = unsafe { pyo3::ffi::Py_TYPE(wrapper.as_ptr()) };
+        // pybind11 stores methods as `instancemethod(C function)`; `instancemethod` is a static
+        // C type (made by no class statement), whose `__func__` cannot be set.
+        // SAFETY: a live type object.
+        let wrapper_static = unsafe { pyo3::ffi::PyType_GetFlags(wrapper_type) } & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0;
+        let function = if wrapper_static { wrapper.getattr(intern!(py, "__func__")).ok() } else { None };
+        let function = function.ok_or_else(|| replaced(&format!("{what}.{name}")))?;
+        // SAFETY: reads the object's type pointer.
+        let exact = unsafe { pyo3::ffi::Py_TYPE(function.as_ptr()) } == &raw mut pyo3::ffi::PyCFunction_Type;
+        let named = exact && function.getattr(intern!(py, "__name__"))?.extract::<String>()? == name;
+        let doc: Option<String> = if named { function.getattr(intern!(py, "__doc__"))?.extract().ok() } else { None };
+        if !doc.is_some_and(|doc| doc.contains("_DisableTorchDispatch")) {
+            return Err(replaced(&format!("{what}.{name}")));
+        }
+        Ok(function.unbind())
+    };
+    let enter = method("__enter__")?;
+    let exit = method("__exit__")?;
+    Ok((class.into_any(), enter, exit))
+}
+
+/// torch's API, once checked.
+static API: OnceLock<Api> = OnceLock::new();
+
 fn api(py: Python<'_>) -> PyResult<&'static Api> {
-    static API: OnceLock<Api> = OnceLock::new();
     if let Some(api) = API.get() {
         return Ok(api);
     }
     let torch = py.import("torch")?;
     let c = torch.getattr("_C")?;
     let base = c.getattr("TensorBase").or_else(|_| c.getattr("_TensorBase"))?;
-    let method = |name: &str| base.getattr(name).map(Bound::unbind);
-    let getter = |name: &str| base.getattr(name).and_then(|d| d.getattr("__get__")).map(Bound::unbind);
+    let base = static_type(base, "torch._C", &["TensorBase", "_TensorBase"], "torch._C.TensorBase")?;
+    let method = |name: &str| c_method(&base, name);
+    let getter = |name: &str| c_getter(&base, name);
+    let disable_function = static_type(c.getattr("DisableTorchFunction")?, "torch._C", &["DisableTorchFunction"], "torch._C.DisableTorchFunction")?;
+    let (disable_dispatch, dispatch_enter, dispatch_exit) = dispatch_guard(&c)?;
+    let cuda_stream_base = match c.getattr("_CudaStreamBase") {
+        Ok(class) => {
+            let class = static_type(class, "torch._C", &["_CudaStreamBase"], "torch._C._CudaStreamBase")?;
+            let getter = c_getter(&class, "cuda_stream")?;
+            Some((class.unbind(), getter))
+        }
+        Err(_) => None,
+    };
     let api = Api {
-        tensor_base: base.clone().unbind(),
-        disable_function: c.getattr("DisableTorchFunction")?.unbind(),
-        disable_dispatch: c.getattr("_DisableTorchDispatch")?.unbind(),
+        disable_function: disable_function.into_any().unbind(),
+        disable_dispatch: disable_dispatch.unbind(),
+        dispatch_enter,
+        dispatch_exit,
         data_ptr: method("data_ptr")?,
         numel: method("numel")?,
         element_size: method("element_size")?,
@@ -73,11 +261,18 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
         size: method("size")?,
         record_stream: method("record_stream")?,
         is_neg: method("is_neg")?,
+        clone: method("clone")?,
+        new_empty: method("new_empty")?,
+        copy_: method("copy_")?,
         requires_grad: getter("requires_grad")?,
         device: getter("device")?,
         is_cuda: getter("is_cuda")?,
         is_cpu: getter("is_cpu")?,
+        // Python code of torch's (`torch.cuda.current_stream`); what it returns is checked
+        // (`current_stream_object`).
         current_stream: torch.getattr("cuda")?.getattr("current_stream")?.unbind(),
+        cuda_stream_base,
+        tensor_base: base.unbind(),
     };
     Ok(API.get_or_init(|| api))
 }
@@ -85,33 +280,112 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
 /// Whether `object` is a `torch.Tensor` (a subclass too), without importing torch (an object of
 /// that type exists only once torch is imported) and without running any Python code: the
 /// type's C-level ancestry is checked (`PyType_IsSubtype`), not `isinstance`, which would ask the
-/// object's `__class__` (a property a class may override).
+/// object's `__class__` (a property a class may override), against torch's C base type, checked
+/// to be one (G21R-2).
 #[cfg_attr(not(feature = "library"), allow(dead_code))]
 pub(crate) fn is_tensor(py: Python<'_>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if !loaded(py, "torch")? {
+    // Once torch's API was checked, `sys.modules` (which Python code may edit) is not asked.
+    if API.get().is_none() && !loaded(py, "torch")? {
         return Ok(false);
     }
     let base = api(py)?.tensor_base.bind(py);
     // SAFETY: two live type objects (the object's own type and `torch._C.TensorBase`); the call
     // reads their MROs and runs no Python code.
-    Ok(unsafe { pyo3::ffi::PyType_IsSubtype(object.get_type().as_type_ptr(), base.as_ptr().cast()) } != 0)
+    Ok(unsafe { pyo3::ffi::PyType_IsSubtype(object.get_type().as_type_ptr(), base.as_type_ptr()) } != 0)
 }
 
 /// Whether `object`'s type is exactly `numpy.ndarray` (no subclass: an instance of a subclass may
 /// carry a `__dlpack__` of its own), without importing NumPy and without running Python code.
+/// The type is checked to be NumPy's C type (static, `numpy.ndarray` by its C name), not taken
+/// from `numpy.ndarray`, which Python code can rebind (G21R-2).
 #[cfg_attr(not(feature = "library"), allow(dead_code))]
-pub(crate) fn is_exact_ndarray(py: Python<'_>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
-    if !loaded(py, "numpy")? {
+pub(crate) fn is_exact_ndarray(_py: Python<'_>, object: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static NDARRAY: OnceLock<Py<PyType>> = OnceLock::new();
+    let ty = object.get_type();
+    if let Some(ndarray) = NDARRAY.get() {
+        return Ok(ty.is(ndarray.bind(ty.py())));
+    }
+    if !is_static_named(&ty, "numpy", &["ndarray"])? {
         return Ok(false);
     }
-    let ndarray = py.import(intern!(py, "numpy"))?.getattr(intern!(py, "ndarray"))?;
-    Ok(object.get_type().is(&ndarray))
+    let _ = NDARRAY.set(ty.clone().unbind());
+    Ok(true)
 }
 
 /// Whether the module `name` has been imported (is in `sys.modules`).
 #[cfg_attr(not(feature = "library"), allow(dead_code))]
 fn loaded(py: Python<'_>, name: &str) -> PyResult<bool> {
     py.import(intern!(py, "sys"))?.getattr(intern!(py, "modules"))?.contains(name)
+}
+
+/// The cyclic garbage collector paused while the value lives (G21R-1's review, "GC finalizers").
+///
+/// An allocation of a GC-tracked object (a tuple, a list, a `torch.Size`) may run a collection,
+/// and a collection runs the finalizers (`__del__`, weakref callbacks) of unreachable objects:
+/// arbitrary Python code, which could resize a tensor whose address was read. The calls made
+/// between an address read and its use allocate such objects (pyo3's calls under the stable ABI
+/// pass a new argument tuple, `size()` returns a `torch.Size`), so instead of an argument that
+/// none does, the collector is paused there: `PyGC_Disable` (a C call: `gc.disable` is a module
+/// attribute Python can rebind) from before the first address read to after the last use, and
+/// re-enabled after, if it was enabled. Nothing in between runs Python code (so nothing can
+/// re-enable it, or collect explicitly), and no GIL is released in between (so no other thread
+/// runs at all). Cheap: a flag.
+pub(crate) struct GcPaused {
+    was_enabled: bool,
+}
+
+type GcFn = unsafe extern "C" fn() -> std::os::raw::c_int;
+
+/// `PyGC_Disable` and `PyGC_Enable` (CPython >= 3.10, not in the 3.9 stable ABI the wheel is
+/// built for: looked up in the running interpreter), or `None` on 3.9.
+fn gc_functions() -> Option<(GcFn, GcFn)> {
+    static FUNCTIONS: OnceLock<Option<(GcFn, GcFn)>> = OnceLock::new();
+    *FUNCTIONS.get_or_init(|| {
+        // SAFETY: dlsym with the default handle and two NUL-terminated names; a found symbol is
+        // CPython's function of that name, whose signature is `int (void)` (CPython's C API).
+        unsafe {
+            let disable = libc::dlsym(libc::RTLD_DEFAULT, c"PyGC_Disable".as_ptr());
+            let enable = libc::dlsym(libc::RTLD_DEFAULT, c"PyGC_Enable".as_ptr());
+            if disable.is_null() || enable.is_null() {
+                return None;
+            }
+            Some((std::mem::transmute::<*mut libc::c_void, GcFn>(disable), std::mem::transmute::<*mut libc::c_void, GcFn>(enable)))
+        }
+    })
+}
+
+impl GcPaused {
+    /// Pauses the collector (with the GIL held, `_py`).
+    pub(crate) fn enter(py: Python<'_>) -> PyResult<Self> {
+        if let Some((disable, _)) = gc_functions() {
+            // SAFETY: CPython's `PyGC_Disable`, called with the GIL held; returns the previous state.
+            let was = unsafe { disable() };
+            return Ok(GcPaused { was_enabled: was != 0 });
+        }
+        // CPython 3.9: the `gc` module's C functions, checked to be C functions of those names.
+        let gc = py.import(intern!(py, "gc"))?;
+        let was_enabled = c_function(gc.getattr("isenabled")?, "isenabled", "gc.isenabled")?.call0()?.extract()?;
+        c_function(gc.getattr("disable")?, "disable", "gc.disable")?.call0()?;
+        Ok(GcPaused { was_enabled })
+    }
+}
+
+impl Drop for GcPaused {
+    fn drop(&mut self) {
+        if !self.was_enabled {
+            return;
+        }
+        Python::attach(|py| {
+            if let Some((_, enable)) = gc_functions() {
+                // SAFETY: CPython's `PyGC_Enable`, with the GIL held.
+                unsafe { enable() };
+            } else if let Ok(gc) = py.import(intern!(py, "gc"))
+                && let Ok(enable) = gc.getattr("enable").and_then(|f| c_function(f, "enable", "gc.enable"))
+            {
+                let _ = enable.call0();
+            }
+        });
+    }
 }
 
 /// Where a tensor lives.
@@ -146,7 +420,8 @@ impl<'py> NoHooks<'py> {
         let api = api(py)?;
         let function = api.disable_function.bind(py).call0()?;
         function.call_method0(intern!(py, "__enter__"))?;
-        let dispatch = match api.disable_dispatch.bind(py).call0().and_then(|d| d.call_method0(intern!(py, "__enter__")).map(|_| d)) {
+        // `__enter__` as checked once (`dispatch_guard`), not looked up on the instance.
+        let dispatch = match api.disable_dispatch.bind(py).call0().and_then(|d| api.dispatch_enter.bind(py).call1((&d,)).map(|_| d)) {
             Ok(dispatch) => dispatch,
             Err(error) => {
                 let _ = function.call_method1(intern!(py, "__exit__"), (py.None(), py.None(), py.None()));
@@ -224,6 +499,64 @@ impl<'py> NoHooks<'py> {
         Ok(native.element_size == 4 && self.call(&self.api.is_floating_point, tensor)?.extract()?)
     }
 
+    /// The values of the CPU float32 tensor `tensor` (`numel` elements, C-contiguous, as read
+    /// before), copied by torch into a tensor of the call's own, then from there into memory of
+    /// the call (G21R-1).
+    ///
+    /// Never read from `tensor`'s memory here: another thread's torch op, running without the
+    /// GIL, may free it at any moment (`resize_` of a tensor on the same storage swaps the
+    /// storage's memory in place), and holding the tensor does not pin its memory. torch's
+    /// `clone` copies it: a race with another thread's op is then one between two torch ops,
+    /// which torch's own contract covers (a torch program doing the same reads the same freed
+    /// memory). The clone is referenced by this call alone and no Python code runs between its
+    /// making and the copy out of it (the GIL is held throughout), so nothing frees it meanwhile.
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    pub(crate) fn copy_out(&self, tensor: &Bound<'py, PyAny>, numel: usize) -> PyResult<Vec<f32>> {
+        let copy = self.call(&self.api.clone, tensor)?;
+        let native = self.read(&[&copy])?.remove(0);
+        self.check_owned(&copy, &native, numel)?;
+        Ok((0..numel)
+            .map(|i| {
+                // SAFETY: element `i` of the `numel` f32s of `copy`'s memory (checked just now:
+                // a CPU float32 tensor of `numel` elements, C-contiguous, 4-byte aligned), which
+                // only this call refers to and nothing frees before `copy` drops (see above). An
+                // atomic load: if a hook's `clone` handed back memory that others write, their
+                // writes race with no non-atomic access of ours.
+                let cell = unsafe { std::sync::atomic::AtomicU32::from_ptr((native.address as *mut u32).add(i)) };
+                f32::from_bits(cell.load(std::sync::atomic::Ordering::Relaxed))
+            })
+            .collect())
+    }
+
+    /// Writes `values` into the CPU float32 tensor `tensor` (of shape `shape`) through torch:
+    /// into a new tensor of the call's own first, then `tensor.copy_(that)` (G21R-1: as in
+    /// [`copy_out`](Self::copy_out), the call never writes `tensor`'s memory itself).
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    pub(crate) fn copy_in(&self, tensor: &Bound<'py, PyAny>, shape: &[usize], values: &[f32]) -> PyResult<()> {
+        let staging = self.api.new_empty.bind(self.py).call1((tensor, shape.to_vec()))?;
+        let native = self.read(&[&staging])?.remove(0);
+        self.check_owned(&staging, &native, values.len())?;
+        for (i, &value) in values.iter().enumerate() {
+            // SAFETY: as in `copy_out`: element `i` of `values.len()` f32s of memory that torch
+            // just allocated for this call alone.
+            let cell = unsafe { std::sync::atomic::AtomicU32::from_ptr((native.address as *mut u32).add(i)) };
+            cell.store(value.to_bits(), std::sync::atomic::Ordering::Relaxed);
+        }
+        self.api.copy_.bind(self.py).call1((tensor, &staging)).map(drop)
+    }
+
+    /// That `copy` (a tensor torch made for the call) is what the call asked for.
+    #[cfg_attr(not(feature = "library"), allow(dead_code))]
+    fn check_owned(&self, copy: &Bound<'py, PyAny>, native: &Native, numel: usize) -> PyResult<()> {
+        let f32_ok = self.is_f32(copy, native)?;
+        if native.device != Device::Cpu || native.numel != numel || !native.contiguous || !f32_ok || (numel > 0 && !native.address.is_multiple_of(4)) {
+            return Err(PyRuntimeError::new_err(
+                "a tensor changed (its size, dtype or device) while the call copied it: another thread resized it during the call",
+            ));
+        }
+        Ok(())
+    }
+
     /// `tensor.record_stream(stream)` (torch's caching allocator then reuses the tensor's memory,
     /// when it is freed, only after the work queued on `stream` so far; a no-op for memory
     /// allocated on `stream`, and for memory not from the caching allocator).
@@ -235,7 +568,7 @@ impl<'py> NoHooks<'py> {
 impl Drop for NoHooks<'_> {
     fn drop(&mut self) {
         let none = || (self.py.None(), self.py.None(), self.py.None());
-        let _ = self.dispatch.call_method1(intern!(self.py, "__exit__"), none());
+        let _ = self.api.dispatch_exit.bind(self.py).call1((&self.dispatch, self.py.None(), self.py.None(), self.py.None()));
         let _ = self.function.call_method1(intern!(self.py, "__exit__"), none());
     }
 }
@@ -250,8 +583,19 @@ pub(crate) fn current_stream_object<'py>(py: Python<'py>, device: usize, raw: us
     {
         return Ok(stream.bind(py).clone());
     }
-    let stream = api(py)?.current_stream.bind(py).call1((device,))?;
-    let handle: usize = stream.getattr(intern!(py, "cuda_stream"))?.extract()?;
+    let api = api(py)?;
+    let stream = api.current_stream.bind(py).call1((device,))?;
+    // What `torch.cuda.current_stream` returned (Python code, rebindable: G21R-2) must be one of
+    // torch's C stream objects, its handle read through the C getter: `record_stream` reads the
+    // stream from the object's C fields.
+    let Some((base, cuda_stream)) = &api.cuda_stream_base else {
+        return Err(PyRuntimeError::new_err("torch has no CUDA streams (torch._C._CudaStreamBase): a CPU-only torch build cannot run CUDA tensors"));
+    };
+    // SAFETY: two live type objects; reads their MROs and runs no Python code.
+    if unsafe { pyo3::ffi::PyType_IsSubtype(stream.get_type().as_type_ptr(), base.bind(py).as_type_ptr()) } == 0 {
+        return Err(replaced("torch.cuda.current_stream"));
+    }
+    let handle: usize = cuda_stream.bind(py).call1((&stream,))?.extract()?;
     if handle != raw {
         return Err(PyRuntimeError::new_err(format!(
             "torch's current stream changed while the call read it ({raw:#x}, then {handle:#x}): do not switch streams from another thread during a call"

@@ -116,7 +116,10 @@ class G20R3(unittest.TestCase):
         w = torch.randn(64).as_subclass(Hooked)
         ft._C._set_host_only(True, True)
         try:
-            with self.assertRaisesRegex(RuntimeError, "G20R-3"):
+            # Refused by the final read (G20R-3), or earlier when the allocator put an output
+            # in x's freed memory, which x's stale address then overlaps (depends on the heap:
+            # seen on session 21's run, after other tests); either way before any use.
+            with self.assertRaisesRegex((RuntimeError, ValueError), "G20R-3|overlap in memory"):
                 ft.ops._launchers["rmsnorm"](x, w, 1e-6)
         finally:
             ft._C._set_host_only(False, False)
