@@ -11,7 +11,9 @@
 //! - the device-panic handshake: [`PanicRecord`] and its module-global symbol names;
 //! - the embedded artifacts `embed_kernels!()` fills: [`EmbeddedModule`], [`KernelResources`],
 //!   [`Image`], [`Arch`];
-//! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]).
+//! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]);
+//! - the primitives a kernel takes by value, one list for host and device
+//!   ([`impl_kernel_scalars!`]).
 #![no_std]
 
 #[cfg(feature = "std")]
@@ -26,6 +28,7 @@ mod panic;
 pub mod panic_format;
 mod problem;
 mod requirements;
+mod scalars;
 mod signature;
 
 pub use arch::Arch;
