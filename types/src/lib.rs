@@ -12,6 +12,7 @@
 //! - the embedded artifacts `embed_kernels!()` fills: [`EmbeddedModule`], [`KernelResources`],
 //!   [`Image`], [`Arch`];
 //! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]);
+//! - reading PTX text the same way in the host and the builder ([`ptx`]);
 //! - the primitives a kernel takes by value, one list for host and device
 //!   ([`impl_kernel_scalars!`]).
 #![no_std]
@@ -27,6 +28,7 @@ mod limits;
 mod panic;
 pub mod panic_format;
 mod problem;
+pub mod ptx;
 mod requirements;
 mod scalars;
 mod signature;
