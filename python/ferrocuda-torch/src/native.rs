@@ -146,10 +146,13 @@ pub(crate) struct NoHooks<'py> {
     api: &'static Api,
 }
 
+/// torch's two guards, entered: `DisableTorchFunction` and `_DisableTorchDispatch`.
+type Guards = (Py<PyAny>, Py<PyAny>);
+
 thread_local! {
-    /// The live [`NoHooks`] of this thread, and torch's two guards (`DisableTorchFunction`,
-    /// `_DisableTorchDispatch`, entered) while there is any. torch keeps their state per thread too.
-    static ENTERED: RefCell<(usize, Option<(Py<PyAny>, Py<PyAny>)>)> = const { RefCell::new((0, None)) };
+    /// How many [`NoHooks`] of this thread are alive, and torch's guards while any is. torch
+    /// keeps the guards' state per thread too.
+    static ENTERED: RefCell<(usize, Option<Guards>)> = const { RefCell::new((0, None)) };
 }
 
 impl<'py> NoHooks<'py> {
