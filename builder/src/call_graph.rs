@@ -193,29 +193,8 @@ fn find_cycle(graph: &Graph, chain: &mut Vec<String>, indirect_edges: &mut Vec<b
     None
 }
 
-/// The text with `//` and `/* */` comments blanked out.
-fn without_comments(ptx: &str) -> String {
-    let mut out = String::with_capacity(ptx.len());
-    let mut rest = ptx;
-    while !rest.is_empty() {
-        if let Some(after) = rest.strip_prefix("//") {
-            let end = after.find('\n').unwrap_or(after.len());
-            rest = &after[end..];
-        } else if let Some(after) = rest.strip_prefix("/*") {
-            let end = after.find("*/").map_or(after.len(), |e| e + 2);
-            rest = &after[end..];
-            out.push(' ');
-        } else {
-            let c = rest.chars().next().unwrap_or(' ');
-            out.push(c);
-            rest = &rest[c.len_utf8()..];
-        }
-    }
-    out
-}
-
 fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '.')
+    ferrocuda_types::ptx::is_identifier_char(c) || c == '.'
 }
 
 /// The name after a `.func`/`.entry` keyword: an optional return-parameter list in
@@ -234,7 +213,7 @@ fn header_name(after_keyword: &str) -> Option<(String, &str)> {
 }
 
 fn parse(ptx: &str) -> Graph {
-    let text = without_comments(ptx);
+    let text: String = ferrocuda_types::ptx::without_comments(ptx).collect();
     let mut graph = Graph::default();
     // Per name: how often it is a header's name (declarations too) or a direct call's target;
     // any other use takes its address.

@@ -22,10 +22,9 @@ pub(crate) fn function_header(line: &str) -> Option<(String, bool)> {
     (!name.is_empty()).then_some((name, entry))
 }
 
-/// PTX identifiers: letters, digits, `_`, `$` (the first character is not a digit).
-pub(crate) fn is_identifier_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == '$'
-}
+/// PTX identifiers: letters, digits, `_`, `$` (the first character is not a digit), read as the
+/// host reads them.
+pub(crate) use ferrocuda_types::ptx::is_identifier_char;
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,10 @@
 //! - the device-panic handshake: [`PanicRecord`] and its module-global symbol names;
 //! - the embedded artifacts `embed_kernels!()` fills: [`EmbeddedModule`], [`KernelResources`],
 //!   [`Image`], [`Arch`];
-//! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]).
+//! - warp constants ([`WARP_SIZE`], [`FULL_MASK`]);
+//! - reading PTX text the same way in the host and the builder ([`ptx`]);
+//! - the primitives a kernel takes by value, one list for host and device
+//!   ([`impl_kernel_scalars!`]).
 #![no_std]
 
 #[cfg(feature = "std")]
@@ -25,7 +28,9 @@ mod limits;
 mod panic;
 pub mod panic_format;
 mod problem;
+pub mod ptx;
 mod requirements;
+mod scalars;
 mod signature;
 
 pub use arch::Arch;

@@ -10,7 +10,7 @@
 //! runs a subset (labels L1-L4 for llm.c, V1-V4 for vLLM).
 
 use ferrocuda::{Context, DeviceBuffer, DevicePtr, LaunchConfig, Stream};
-use ferrocuda_bench_timing::{self as timing, Table, case};
+use ferrocuda_bench_timing::{self as timing, Table, case, check_bits, ptr};
 use ferrocuda_device::pack16::Bf16x8;
 use half::bf16;
 use ports8_llmc::{AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK};
@@ -21,17 +21,18 @@ use std::num::NonZeroU32;
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 /// Twin and port on the shared harness: `reps` from the port's launch time, then
-/// `time_pair`. Returns `(twin ms, ours ms)`.
+/// `time_pair`. Returns `(ours ms, twin ms)`, as `time_pair` and [`TABLE`]'s rows take them.
 fn race(context: &Context, stream: &Stream, twin: &mut dyn FnMut() -> Res<()>, ours: &mut dyn FnMut() -> Res<()>) -> Res<(f64, f64)> {
     let reps = timing::reps_for(context, stream, &mut *ours)?;
-    let (o, t) = timing::time_pair(context, stream, reps, &mut *ours, &mut *twin)?;
-    Ok((t, o))
+    timing::time_pair(context, stream, reps, &mut *ours, &mut *twin)
 }
 
+/// The bench's report lines' column widths (kernel name, size).
 const TABLE: Table = Table::new(38, 30);
 
-fn report(name: &str, size: &str, (twin, ours): (f64, f64), check: &str) {
-    TABLE.row(name, size, (ours, twin), check);
+/// [`timing::check_f32`] with the shared relative error ([`timing::max_rel_err`]).
+fn check_f32(what: &str, ours: &[f32], twin: &[f32], tolerance: f32) -> String {
+    timing::check_f32(what, ours, twin, tolerance, timing::max_rel_err)
 }
 
 /// A deterministic pseudo-random value in [-1, 1).
@@ -42,25 +43,6 @@ fn noise(i: usize, salt: u32) -> f32 {
 
 fn bf16s(n: usize, salt: u32, scale: f32) -> Vec<bf16> {
     (0..n).map(|i| bf16::from_f32(noise(i, salt) * scale)).collect()
-}
-
-fn ptr<T, U>(p: DevicePtr<T>) -> DevicePtr<U> {
-    DevicePtr::from_address(p.address())
-}
-
-/// "identical" or the count of differing elements and the largest difference.
-fn compare_f32(a: &[f32], b: &[f32]) -> String {
-    let diff = a.iter().zip(b).filter(|(x, y)| x.to_bits() != y.to_bits()).count();
-    if diff == 0 {
-        return "identical".into();
-    }
-    let max = a.iter().zip(b).map(|(x, y)| (x - y).abs() / y.abs().max(1e-30)).fold(0.0f32, f32::max);
-    format!("{diff} of {} differ, max rel {max:.2e}", a.len())
-}
-
-fn compare_bits<T: PartialEq>(a: &[T], b: &[T]) -> String {
-    let diff = a.iter().zip(b).filter(|(x, y)| x != y).count();
-    if diff == 0 { "identical".into() } else { format!("{diff} of {} differ", a.len()) }
 }
 
 fn main() -> Res<()> {
@@ -98,8 +80,8 @@ fn main() -> Res<()> {
         };
         let times = race(&context, &stream, &mut t, &mut o)?;
         stream.synchronize()?;
-        let check = compare_bits(&twin.to_vec()?, &ours.to_vec()?);
-        report("init_from_master_kernel (llm.c)", &format!("{slices} x {n} f32->bf16"), times, &check);
+        let check = check_bits("bf16", &ours.to_vec()?, &twin.to_vec()?);
+        TABLE.row("init_from_master_kernel (llm.c)", &format!("{slices} x {n} f32->bf16"), times, &check);
         Ok(())
     });
 
@@ -136,13 +118,13 @@ fn main() -> Res<()> {
         tw()?;
         ports8_llmc::wpe_backward_kernel::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
         stream.synchronize()?;
-        let check = compare_bits(Bf16x8::elements(&twin.to_vec()?), Bf16x8::elements(&ours.to_vec()?));
-        report("wpe_backward_kernel (llm.c)", &format!("B{b} T{t} C{c} bf16"), times, &check);
+        let check = check_bits("bf16", Bf16x8::elements(&ours.to_vec()?), Bf16x8::elements(&twin.to_vec()?));
+        TABLE.row("wpe_backward_kernel (llm.c)", &format!("B{b} T{t} C{c} bf16"), times, &check);
         ours.copy_from_host(&dwpe_h)?;
         ports8_llmc::wpe_backward_kernel_fixed::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
         stream.synchronize()?;
-        let check = compare_bits(Bf16x8::elements(&twin.to_vec()?), Bf16x8::elements(&ours.to_vec()?));
-        report("  wpe_backward_kernel_fixed", "", fixed, &check);
+        let check = check_bits("bf16", Bf16x8::elements(&ours.to_vec()?), Bf16x8::elements(&twin.to_vec()?));
+        TABLE.row("  wpe_backward_kernel_fixed", "", fixed, &check);
         Ok(())
     });
 
@@ -174,13 +156,13 @@ fn main() -> Res<()> {
         tw()?;
         ports8_llmc::global_norm_aggregate_kernel::launch(&stream, config, &mut ours, grid_size as u32)?;
         stream.synchronize()?;
-        let check = compare_f32(&twin.to_vec()?, &ours.to_vec()?);
-        report("global_norm_aggregate_kernel (llm.c)", &format!("{grid_size} partials"), times, &check);
+        let check = check_f32("f32", &ours.to_vec()?, &twin.to_vec()?, 1e-5);
+        TABLE.row("global_norm_aggregate_kernel (llm.c)", &format!("{grid_size} partials"), times, &check);
         ours.copy_from_host(&partials)?;
         ports8_llmc::global_norm_aggregate_kernel_fixed::launch(&stream, config, &mut ours, grid_size as u32)?;
         stream.synchronize()?;
-        let check = compare_f32(&twin.to_vec()?, &ours.to_vec()?);
-        report("  global_norm_aggregate_kernel_fixed", "", fixed, &check);
+        let check = check_f32("f32", &ours.to_vec()?, &twin.to_vec()?, 1e-5);
+        TABLE.row("  global_norm_aggregate_kernel_fixed", "", fixed, &check);
         Ok(())
     });
 
@@ -214,12 +196,14 @@ fn main() -> Res<()> {
         let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let compare = |outs: &[DeviceBuffer<Bf16x8>; 2], means: &[DeviceBuffer<f32>; 2], rstds: &[DeviceBuffer<f32>; 2]| -> Res<String> {
-            let out_check = compare_bits(Bf16x8::elements(&outs[0].to_vec()?), Bf16x8::elements(&outs[1].to_vec()?));
-            let mean_check = compare_f32(&means[0].to_vec()?, &means[1].to_vec()?);
-            let rstd_check = compare_f32(&rstds[0].to_vec()?, &rstds[1].to_vec()?);
-            Ok(format!("out {out_check}; mean {mean_check}; rstd {rstd_check}"))
+            Ok(format!(
+                "{}; {}; {}",
+                check_bits("out", Bf16x8::elements(&outs[1].to_vec()?), Bf16x8::elements(&outs[0].to_vec()?)),
+                check_f32("mean", &means[1].to_vec()?, &means[0].to_vec()?, 1e-5),
+                check_f32("rstd", &rstds[1].to_vec()?, &rstds[0].to_vec()?, 1e-4)
+            ))
         };
-        report("layernorm_forward_kernel6 (llm.c)", &format!("{n} x {c} bf16"), times, &compare(&outs, &means, &rstds)?);
+        TABLE.row("layernorm_forward_kernel6 (llm.c)", &format!("{n} x {c} bf16"), times, &compare(&outs, &means, &rstds)?);
         outs[1].copy_from_host(&vec![Bf16x8::default(); n * c / 8])?;
         means[1].copy_from_host(&vec![0.0; n])?;
         rstds[1].copy_from_host(&vec![0.0; n])?;
@@ -244,7 +228,7 @@ fn main() -> Res<()> {
             };
             let fixed = race(&context, &stream, &mut tw, &mut f)?;
             stream.synchronize()?;
-            report("  layernorm_forward_kernel6_fixed", "", fixed, &compare(&outs, &means, &rstds)?);
+            TABLE.row("  layernorm_forward_kernel6_fixed", "", fixed, &compare(&outs, &means, &rstds)?);
         }
         Ok(())
     });
@@ -318,9 +302,13 @@ fn main() -> Res<()> {
         let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let check = |caches: &[DeviceBuffer<bf16>; 4]| -> Res<String> {
-            Ok(format!("key {}; value {}", compare_bits(&caches[0].to_vec()?, &caches[2].to_vec()?), compare_bits(&caches[1].to_vec()?, &caches[3].to_vec()?)))
+            Ok(format!(
+                "{}; {}",
+                check_bits("key", &caches[2].to_vec()?, &caches[0].to_vec()?),
+                check_bits("value", &caches[3].to_vec()?, &caches[1].to_vec()?)
+            ))
         };
-        report("reshape_and_cache_kernel (vLLM)", &format!("{tokens} tok {heads}x{head_size} bf16"), times, &check(&caches)?);
+        TABLE.row("reshape_and_cache_kernel (vLLM)", &format!("{tokens} tok {heads}x{head_size} bf16"), times, &check(&caches)?);
         for cache in &mut caches[2..] {
             cache.copy_from_host(&vec![bf16::ZERO; len])?;
         }
@@ -348,7 +336,7 @@ fn main() -> Res<()> {
             };
             let fixed = race(&context, &stream, &mut tw, &mut f)?;
             stream.synchronize()?;
-            report("  reshape_and_cache_kernel_fixed", "", fixed, &check(&caches)?);
+            TABLE.row("  reshape_and_cache_kernel_fixed", "", fixed, &check(&caches)?);
         }
         Ok(())
     });
@@ -377,8 +365,8 @@ fn main() -> Res<()> {
             };
             let times = race(&context, &stream, &mut tw, &mut o)?;
             stream.synchronize()?;
-            let check = compare_f32(&scales[0].to_vec()?, &scales[1].to_vec()?);
-            report("segmented_max_reduction (vLLM)", &format!("{tokens} x {hidden} bf16"), times, &check);
+            let check = check_f32("scale", &scales[1].to_vec()?, &scales[0].to_vec()?, 0.0);
+            TABLE.row("segmented_max_reduction (vLLM)", &format!("{tokens} x {hidden} bf16"), times, &check);
         }
         // Quantise with the scale just found (the twin's).
         let scale = DeviceBuffer::from_slice(&context, &scales[0].to_vec()?)?;
@@ -397,8 +385,8 @@ fn main() -> Res<()> {
         let times = race(&context, &stream, &mut tw, &mut o)?;
         stream.synchronize()?;
         let ours_bytes: Vec<u8> = ours_out.to_vec()?.iter().flat_map(|p| p.0).collect();
-        let check = compare_bits(&twin_out.to_vec()?, &ours_bytes);
-        report("scaled_fp8_quant_kernel (vLLM)", &format!("{tokens} x {hidden} bf16->fp8"), times, &check);
+        let check = check_bits("fp8", &ours_bytes, &twin_out.to_vec()?);
+        TABLE.row("scaled_fp8_quant_kernel (vLLM)", &format!("{tokens} x {hidden} bf16->fp8"), times, &check);
         let _ = &mut twin_out;
         Ok(())
     });
@@ -474,7 +462,7 @@ fn main() -> Res<()> {
                 (hidden / 8) as u32,
             )?;
             stream.synchronize()?;
-            report("fused_add_rms_norm_static_fp8 (vLLM)", &format!("{tokens} x {hidden} bf16->fp8"), times, "(below)");
+            TABLE.row("fused_add_rms_norm_static_fp8 (vLLM)", &format!("{tokens} x {hidden} bf16->fp8"), times, "(below)");
         }
         res[0].copy_from_host(&res_h)?;
         // SAFETY: as above.
@@ -497,10 +485,10 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let ours_bytes: Vec<u8> = ours_out.to_vec()?.iter().flat_map(|p| p.0).collect();
         println!(
-            "{:<34} output: residual {}; out {}",
+            "{:<34} output: {}; {}",
             "",
-            compare_bits(Bf16x8::elements(&res[0].to_vec()?), Bf16x8::elements(&res[1].to_vec()?)),
-            compare_bits(&twin_out.to_vec()?, &ours_bytes)
+            check_bits("residual", Bf16x8::elements(&res[1].to_vec()?), Bf16x8::elements(&res[0].to_vec()?)),
+            check_bits("out", &ours_bytes, &twin_out.to_vec()?)
         );
         let _ = &mut twin_out;
         Ok(())

@@ -57,7 +57,7 @@
 //!         let run_twin = || -> Result<()> {
 //!             // The twin's stub, on raw pointers (unsafe: nothing ties them to the buffers):
 //!             // `unsafe { twins::twin_kernel::launch_in(&lm, &stream, config, ptr(&twin_out), ptr(&input))? };`
-//!             let _ = (&lm, config, ptr::<f32, f32>(&twin_out), ptr::<f32, f32>(&input));
+//!             let _ = (&lm, config, ptr::<f32>(&twin_out), ptr::<f32>(&input));
 //!             Ok(())
 //!         };
 //!         let reps = reps_for(&context, &stream, &mut run_ours)?;
@@ -197,11 +197,33 @@ impl Table {
     }
 }
 
-/// `buffer`'s device address as a raw pointer of any element type, for the twins' launch stubs
-/// (`*const T` / `*mut T` parameters). Making the pointer is safe; the stubs' `launch_in` is
-/// `unsafe`, and its caller keeps `buffer` alive and large enough until the launch completes.
-pub fn ptr<T: bytemuck::Pod, U>(buffer: &DeviceBuffer<T>) -> DevicePtr<U> {
-    DevicePtr::from_address(buffer.as_device_ptr().address())
+/// A buffer's device address, as [`ptr`] takes it: the buffer itself (`&DeviceBuffer<T>`), or a
+/// pointer taken from it before (`DevicePtr<T>`), for a twin whose buffer the bench writes
+/// between launches (a closure holding `&buffer` would keep it from being written).
+pub trait DeviceAddress {
+    /// The device address.
+    fn device_address(&self) -> u64;
+}
+
+impl<T: bytemuck::Pod> DeviceAddress for &DeviceBuffer<T> {
+    fn device_address(&self) -> u64 {
+        self.as_device_ptr().address()
+    }
+}
+
+impl<T> DeviceAddress for DevicePtr<T> {
+    fn device_address(&self) -> u64 {
+        (*self).address()
+    }
+}
+
+/// A buffer's device address (`&buffer`, or a `DevicePtr` taken from it) as a raw pointer of any
+/// element type, for the twins' launch stubs (`*const T` / `*mut T` parameters; a port's packed
+/// `Bf16x8` buffer handed to a twin's `__nv_bfloat16*`). Making the pointer is safe; the stubs'
+/// `launch_in` is `unsafe`, and its caller keeps the buffer alive and large enough until the
+/// launch completes.
+pub fn ptr<U>(at: impl DeviceAddress) -> DevicePtr<U> {
+    DevicePtr::from_address(at.device_address())
 }
 
 /// `v` as a [`NonZeroU32`], for the ports' size parameters that divide.
@@ -210,6 +232,12 @@ pub fn ptr<T: bytemuck::Pod, U>(buffer: &DeviceBuffer<T>) -> DevicePtr<U> {
 /// If `v` is 0 (a bench's shapes are constants).
 pub fn nz(v: u32) -> NonZeroU32 {
     NonZeroU32::new(v).expect("a nonzero size")
+}
+
+/// The largest `|ours - twin| / max(|twin|, floor)` over the pairs: the relative error
+/// [`check_f32`] takes, for a port without one of its own.
+pub fn max_rel_err(ours: &[f32], twin: &[f32], floor: f32) -> f32 {
+    ours.iter().zip(twin).map(|(x, y)| (x - y).abs() / y.abs().max(floor)).fold(0.0, f32::max)
 }
 
 /// Compares two `f32` outputs: `OK` when `rel_err(ours, twin, REL_ERR_FLOOR)` (the port's own
@@ -315,6 +343,21 @@ mod tests {
         let (a, b) = ([1.0f32, 2.0], [1.0f32, 2.5]);
         assert_eq!(check_f32("", &a, &b, 0.5, abs_err), "OK vs twin: max rel err 5.0e-1, 1 of 2 bits differ");
         assert_eq!(check_f32("mean", &a, &b, 0.4, abs_err), "mean MISMATCH vs twin: max rel err 5.0e-1, 1 of 2 bits differ");
+    }
+
+    #[test]
+    fn max_rel_err_has_a_floor_under_the_twin() {
+        assert_eq!(max_rel_err(&[1.0, 2.0], &[1.0, 2.0], REL_ERR_FLOOR), 0.0);
+        assert_eq!(max_rel_err(&[1.5, 2.0], &[1.0, 2.0], REL_ERR_FLOOR), 0.5);
+        // Near zero the error is absolute, over the floor.
+        assert_eq!(max_rel_err(&[1e-3], &[0.0], 1e-3), 1.0);
+    }
+
+    #[test]
+    fn ptr_takes_a_buffer_or_a_pointer_taken_from_one() {
+        let p = DevicePtr::<u16>::from_address(0x1000);
+        let q: DevicePtr<u64> = ptr(p);
+        assert_eq!(q.address(), 0x1000);
     }
 
     #[test]

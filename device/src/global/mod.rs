@@ -369,25 +369,8 @@ pub mod __private {
     /// Implemented here for the real primitives, and nowhere else: the host's launch passes
     /// a value of the same primitive (its `KernelScalar`, the same list).
     pub unsafe trait DeviceScalar: Copy {}
-    macro_rules! device_scalars {
-        ($($t:ty),*) => {
-            // SAFETY: the real primitives, as the host's `KernelScalar`.
-            $(unsafe impl DeviceScalar for $t {})*
-        };
-    }
-    device_scalars!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
-    device_scalars!(
-        core::num::NonZero<u8>,
-        core::num::NonZero<u16>,
-        core::num::NonZero<u32>,
-        core::num::NonZero<u64>,
-        core::num::NonZero<usize>,
-        core::num::NonZero<i8>,
-        core::num::NonZero<i16>,
-        core::num::NonZero<i32>,
-        core::num::NonZero<i64>,
-        core::num::NonZero<isize>
-    );
+    // The one list, shared with the host's `KernelScalar` (ferrocuda-types).
+    ferrocuda_types::impl_kernel_scalars!(unsafe impl DeviceScalar);
 
     /// [`__assume_launch`](crate::thread::__assume_launch) with the combined `REQUIREMENTS` of an entry's output types `S` (a tuple
     /// of them, nested for more than eight): what every launch of the entry was checked against

@@ -276,25 +276,8 @@ impl<T> SamePrimitive<T> for T {}
             this crate (`extern crate .. as core;`)?"
 )]
 pub unsafe trait KernelScalar: Copy + Send + Sync + 'static {}
-macro_rules! kernel_scalars {
-    ($($t:ty),*) => {
-        // SAFETY: plain data, no pointers; a value the host holds is valid on the device.
-        $(unsafe impl KernelScalar for $t {})*
-    };
-}
-kernel_scalars!(bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
-kernel_scalars!(
-    core::num::NonZero<u8>,
-    core::num::NonZero<u16>,
-    core::num::NonZero<u32>,
-    core::num::NonZero<u64>,
-    core::num::NonZero<usize>,
-    core::num::NonZero<i8>,
-    core::num::NonZero<i16>,
-    core::num::NonZero<i32>,
-    core::num::NonZero<i64>,
-    core::num::NonZero<isize>
-);
+// The one list, shared with the device crate's `DeviceScalar` (ferrocuda-types).
+ferrocuda_types::impl_kernel_scalars!(unsafe impl KernelScalar);
 
 /// Compile-time check used by generated launchers: `Written`, a parameter type spelled like
 /// a primitive, is that primitive, and `Primitive` (the path the macro wrote) names a real one

@@ -21,6 +21,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use ferrocuda_types::ptx::{is_identifier_char, without_comments};
+
 /// The prefix of every global the host looks up without knowing whether it exists.
 const OURS: &[u8] = b"__ferrocuda_";
 
@@ -54,7 +56,7 @@ impl ImageSymbols {
             return ImageSymbols::default();
         }
         let mut names = HashSet::new();
-        let identifier = |b: &u8| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'$';
+        let identifier = |b: &u8| is_identifier_char(char::from(*b));
         let mut at = 0;
         while at < image.len() {
             if !identifier(&image[at]) {
@@ -68,8 +70,13 @@ impl ImageSymbols {
             }
             at = end;
         }
-        let entries = if is_ptx { ptx_entries(image) } else { HashMap::new() };
-        let data = if is_ptx { Some(ptx_data(image)) } else { elf_data(image) };
+        let (entries, data) = if is_ptx {
+            // Declarations in comments declare nothing.
+            let code: String = without_comments(&String::from_utf8_lossy(image)).collect();
+            (ptx_entries(&code), Some(ptx_data(&code)))
+        } else {
+            (HashMap::new(), elf_data(image))
+        };
         ImageSymbols { names: Some(names), entries, data }
     }
 
@@ -108,15 +115,14 @@ impl ImageSymbols {
     }
 }
 
-/// Each `.entry NAME(...)` of PTX text and the number of `.param` declarations in its
-/// parameter list (a kernel without parameters has `()` or no list at all).
-fn ptx_entries(ptx: &[u8]) -> HashMap<Box<str>, usize> {
-    let text = String::from_utf8_lossy(ptx);
+/// Each `.entry NAME(...)` of PTX text (comments left out) and the number of `.param`
+/// declarations in its parameter list (a kernel without parameters has `()` or no list at all).
+fn ptx_entries(code: &str) -> HashMap<Box<str>, usize> {
     let mut entries = HashMap::new();
-    let mut rest: &str = &text;
+    let mut rest = code;
     while let Some(at) = rest.find(".entry") {
         rest = &rest[at + ".entry".len()..];
-        let name: String = rest.trim_start().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$').collect();
+        let name: String = rest.trim_start().chars().take_while(|&c| is_identifier_char(c)).collect();
         if name.is_empty() {
             continue;
         }
@@ -141,30 +147,10 @@ pub(crate) enum HostAccess {
     Absent,
 }
 
-/// The variables PTX text defines in `.global` or `.const` space, each with whether it has
-/// external linkage: a statement that starts with `.visible`, `.weak` or `.common` (module-
-/// internal data has no linkage directive; `.extern` data is defined elsewhere, not here).
-fn ptx_data(ptx: &[u8]) -> HashMap<Box<str>, bool> {
-    let text = String::from_utf8_lossy(ptx);
-    let mut code = String::with_capacity(text.len());
-    let mut rest: &str = &text;
-    // Comments out (a `.visible` in a comment declares nothing).
-    while !rest.is_empty() {
-        let line = rest.find("//").map_or(rest.len(), |n| n);
-        let block = rest.find("/*").map_or(rest.len(), |n| n);
-        if line == rest.len() && block == rest.len() {
-            code.push_str(rest);
-            break;
-        }
-        if line < block {
-            code.push_str(&rest[..line]);
-            rest = rest[line..].find('\n').map_or("", |n| &rest[line + n..]);
-        } else {
-            code.push_str(&rest[..block]);
-            code.push(' ');
-            rest = rest[block + 2..].find("*/").map_or("", |n| &rest[block + 2 + n + 2..]);
-        }
-    }
+/// The variables PTX text (comments left out) defines in `.global` or `.const` space, each with
+/// whether it has external linkage: a statement that starts with `.visible`, `.weak` or `.common`
+/// (module-internal data has no linkage directive; `.extern` data is defined elsewhere, not here).
+fn ptx_data(code: &str) -> HashMap<Box<str>, bool> {
     let mut data = HashMap::new();
     // Lines too: `.version` and `.target` end without a `;`.
     for statement in code.split([';', '{', '}', '\n']) {
@@ -189,7 +175,7 @@ fn ptx_data(ptx: &[u8]) -> HashMap<Box<str>, bool> {
             if word.starts_with('.') {
                 continue;
             }
-            let name: String = word.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '$' || *c == '%').collect();
+            let name: String = word.chars().take_while(|&c| is_identifier_char(c) || c == '%').collect();
             if !name.is_empty() {
                 data.insert(name.into(), visible);
             }
@@ -395,6 +381,21 @@ mod tests {
         assert_eq!(symbols.param_count("three"), Some(3));
         assert_eq!(symbols.param_count("none"), Some(0));
         assert_eq!(symbols.param_count("bare"), Some(0));
+        assert_eq!(symbols.param_count("in_a_comment_is_harmless"), None, "an `.entry` in a comment declares nothing");
+    }
+
+    /// A `/*` or `//` in a string literal (a `.file` path) starts no comment: the declarations
+    /// after it are still read (a comment taken from there would hide every one of them).
+    #[test]
+    fn ptx_strings_start_no_comment() {
+        let ptx = ".version 8.0\n.target sm_80\n.address_size 64\n\
+            .file 1 \"/src/*/lib.rs\"\n\
+            .file 2 \"/rustc//library/core.rs\"\n\
+            .visible .global .align 4 .u32 FILL = 1;\n\
+            .visible .entry k(.param .u64 k_param_0) { ret; }\n";
+        let symbols = ImageSymbols::scan(ptx.as_bytes(), true);
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible);
+        assert_eq!(symbols.param_count("k"), Some(1));
     }
 
     /// An ELF cubin's string table (names between NULs) is read the same way.

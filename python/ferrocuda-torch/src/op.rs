@@ -446,7 +446,9 @@ impl Op {
         // The outputs, allocated by torch like their input (so on its device, from its
         // allocator: a capture's pool during a capture), with every Python hook off: no mode or
         // subclass code runs in between (which could switch streams, or change an input), so
-        // they come from torch's current stream and need no second look (`glue::verify`).
+        // they come from torch's current stream and need no second look (`glue::verify`). One
+        // section from here to the final read (`glue::verify`'s own `NoHooks` nests in this
+        // one): torch's guards are entered and left once per call.
         let hooks = crate::native::NoHooks::enter(py)?;
         let mut returned = Vec::with_capacity(self.outputs.len());
         for output in &self.outputs {
@@ -473,11 +475,11 @@ impl Op {
             }
             keep.push(tensor.unbind());
         }
-        drop(hooks);
         let device = glue::check_tensors(op, &tensors)?;
         if glue::host_only() {
             // Nothing launches: the final read alone (what the overhead benchmark measures of it).
             glue::verify(py, op, &tensors, &keep, None)?;
+            drop(hooks);
         } else {
             let dtype = tensors[0].dtype;
             let launch = self.launches.iter().find(|(d, _)| *d == dtype).map(|(_, l)| l).ok_or_else(|| {
@@ -485,6 +487,8 @@ impl Op {
                 PyTypeError::new_err(format!("{op}: no launch for `{}` of {}: this op takes {}", self.inputs[0].name, dtype.torch_name(), names.join(", ")))
             })?;
             let call = Call::from_checked(py, op, tensors, keep, device)?;
+            // The launch itself runs with the hooks as the caller had them.
+            drop(hooks);
             launch(&call, &scalars)?;
         }
         Ok(match returned.len() {
