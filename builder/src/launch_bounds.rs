@@ -131,7 +131,7 @@ fn reqntid_comments(lines: &[&str]) -> Vec<(String, u32)> {
     for line in lines {
         let trimmed = line.trim_start();
         if let Some((name, is_entry)) = function_header(trimmed) {
-            entry = is_entry.then(|| name.to_string());
+            entry = is_entry.then_some(name);
         } else if let Some(count) = trimmed.strip_prefix(REQNTID_COMMENT)
             && let Some(name) = &entry
             && let Ok(threads) = count.trim().parse::<u32>()
