@@ -482,7 +482,10 @@ fn s21_g19r_1_a_renamed_device_runtime_gets_no_reference_as_a_slice_element_on_t
         let at = format!("src/lib.rs:{line}:");
         let position = message.find(&at).unwrap_or_else(|| panic!("no error at {at} ({form}):\n{message}"));
         let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
-        assert!(heading.starts_with("error[E0277]") && heading.contains("Pod"), "{form}: refused for `Pod`, the device crate's own bound: {heading}\n{message}");
+        assert!(
+            heading.starts_with("error[E0277]") && heading.contains("Pod"),
+            "{form}: refused for `Pod`, the device crate's own bound: {heading}\n{message}"
+        );
     }
     assert_eq!(message.matches("required by a bound in `ferrocuda_device::global::__private::input`").count(), 2, "{message}");
 }
