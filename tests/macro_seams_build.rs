@@ -386,3 +386,204 @@ fn g19r_1_a_renamed_device_runtime_gets_no_reference_by_value_on_the_device() {
     let line = RENAMED_DEVICE_BY_VALUE.lines().position(|l| l.contains("// G19R-1:word")).unwrap() + 1;
     assert!(message.contains(&format!("src/lib.rs:{line}:")), "at the parameter's type: {message}");
 }
+
+/// A kernel crate `name` holding `source` that depends on the device library as `real_device`
+/// (so that a macro can make `::ferrocuda_device` the crate itself, as G19R-1's rename written so
+/// that the builder's text check does not see it), built for sm_90.
+fn build_with_real_device_as(name: &str, source: &str) -> Result<ferrocuda_builder::Artifacts, BuildError> {
+    let workspace = workspace();
+    let dir = workspace.join("target/test-scratch").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
+             [dependencies]\nreal_device = {{ package = \"ferrocuda-device\", path = \"{}\" }}\n\
+             bytemuck = {{ version = \"1\", features = [\"derive\"] }}\n[workspace]\n",
+            workspace.join("device").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/lib.rs"), source).unwrap();
+    std::fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+    let target = workspace.join("target/ferrocuda-test-device");
+    KernelBuilder::new(&dir).arch(Arch::SM_90).out_dir(&dir).target_dir(&target).build()
+}
+
+/// Session 21, the slice half of G19R-1: the g19r_1 crate's rename (`::ferrocuda_device` made the
+/// crate itself through a macro, re-exporting the real one but for a `key_of` that returns 0,
+/// "unknown") with the look-alike type as a *slice element* (a plain and an optional input)
+/// instead of by value. The entry rebuilt slices with `core::slice::from_raw_parts` for the
+/// device build's element type, bounded by nothing in that build (the `Pod` check lives in the
+/// host's launcher module; the type tables are the device build's own), so this crate built and
+/// its kernels read the host's integers as `&'static mut u32`s and loaded through them. Now
+/// the entry rebuilds every slice through the device crate's `input`, bounded by `Pod` there.
+const RENAMED_DEVICE_SLICE_ELEMENTS: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+macro_rules! rename {
+    ($name:ident) => {
+        extern crate self as $name;
+    };
+}
+rename!(ferrocuda_device);
+pub use real_device::*;
+pub mod __private {
+    pub use real_device::__private::*;
+    pub const fn key_of<T: ?Sized>() -> u64 {
+        0
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
+#[repr(C)]
+pub struct Word(pub u64);
+
+#[cfg(target_arch = "nvptx64")]
+#[repr(C)]
+pub struct Word(pub &'static mut u32);
+
+use real_device::global::{DisjointSlice, unique_index};
+
+/// What the element holds: on the device, what its reference points to.
+#[inline(always)]
+fn peek(w: &Word) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    return *w.0;
+    #[cfg(not(target_arch = "nvptx64"))]
+    return w.0 as u32;
+}
+
+#[real_device::kernel]
+pub fn poke_slice(x: &[Word], mut out: DisjointSlice<u32>) { // S21:slice
+    if let (Some(w), Some(o)) = (x.first(), out.get_mut(unique_index())) {
+        *o = peek(w);
+    }
+}
+
+#[real_device::kernel]
+pub fn poke_optional(x: Option<&[Word]>, mut out: DisjointSlice<u32>) { // S21:optional
+    if let (Some(w), Some(o)) = (x.and_then(|x| x.first()), out.get_mut(unique_index())) {
+        *o = peek(w);
+    }
+}
+"#;
+
+#[test]
+fn s21_g19r_1_a_renamed_device_runtime_gets_no_reference_as_a_slice_element_on_the_device() {
+    let error = build_with_real_device_as("s21-renamed-device-slices", RENAMED_DEVICE_SLICE_ELEMENTS)
+        .expect_err("session 21: the device build read host integers as `&'static mut u32` slice elements");
+    let message = ferrocuda_builder::strip_ansi(&error.to_string());
+    println!("{message}");
+    assert!(matches!(error, BuildError::Compile { .. }), "{message}");
+    // Reported at each kernel's attribute (the rebuild is generated code), naming the bound.
+    for form in ["slice", "optional"] {
+        let line = RENAMED_DEVICE_SLICE_ELEMENTS.lines().position(|l| l.contains(&format!("// S21:{form}"))).unwrap();
+        let at = format!("src/lib.rs:{line}:");
+        let position = message.find(&at).unwrap_or_else(|| panic!("no error at {at} ({form}):\n{message}"));
+        let heading = message[..position].lines().rev().find(|l| l.starts_with("error")).unwrap_or("");
+        assert!(
+            heading.starts_with("error[E0277]") && heading.contains("Pod"),
+            "{form}: refused for `Pod`, the device crate's own bound: {heading}\n{message}"
+        );
+    }
+    assert_eq!(message.matches("required by a bound in `ferrocuda_device::global::__private::input`").count(), 2, "{message}");
+}
+
+/// Session 21, G19R-1's last residual: a kernel crate that makes `::core` its own. rustc refuses
+/// an `extern crate .. as core;` written by a macro ("macro-expanded `extern crate` items cannot
+/// shadow names passed with `--extern`"), and the builder refuses `extern crate self as core;`
+/// as text (since session 21 also `r#core`), but not with a comment inside the item. The crate's `core` re-exports
+/// the real modules but for `cell`, whose `UnsafeCell::get` returns an address of the crate's
+/// choosing. The entry took each output's address parameter as `&::core::cell::UnsafeCell<..>`
+/// and gave `.get().cast()` to the real `output` inside generated `unsafe`: this crate built,
+/// and its safe kernel stored 42 at 0xdead0000 whatever buffer the launch lent. Now the entry
+/// names `core` through `extern crate core as __ferrocuda_core;` in its own block (the crate
+/// loader's `core`, not the name `::core` resolves to) and hands the parameter itself to
+/// `output`: the build is harmless, and the store's address is the parameter's.
+const RENAMED_CORE: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+extern crate core as real_core;
+#[cfg(target_arch = "nvptx64")]
+extern crate self as core /* the builder's text check reads three words */;
+#[cfg(target_arch = "nvptx64")]
+pub use real_core::{any, arch, ffi, hint, marker, mem, num, option, panic, primitive, ptr, result, slice};
+#[cfg(target_arch = "nvptx64")]
+pub mod cell {
+    pub struct UnsafeCell<T: ?Sized>(T);
+    impl<T> UnsafeCell<T> {
+        pub fn get(&self) -> *mut T {
+            0xdead_0000usize as *mut T
+        }
+    }
+}
+use ferrocuda_device::global::{DisjointSlice, unique_index};
+
+#[ferrocuda_device::kernel]
+pub fn store_42(mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 42;
+    }
+}
+"#;
+
+#[test]
+fn s21_g19r_1_a_crate_that_makes_core_its_own_chooses_no_output_address() {
+    let manifest_dir = kernel_crate("s21-renamed-core", RENAMED_CORE);
+    // The builder's text check does not see this form (defence in depth; what holds is below).
+    let target = workspace().join("target/ferrocuda-test-device");
+    let artifacts = KernelBuilder::new(&manifest_dir)
+        .arch(Arch::SM_90)
+        .out_dir(&manifest_dir)
+        .target_dir(&target)
+        .build()
+        .unwrap_or_else(|e| panic!("the crate builds (its `core` is now harmless): {}", ferrocuda_builder::strip_ansi(&e.to_string())));
+    let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
+    let body = entry_body(&ptx, "store_42");
+    println!("{body}");
+    assert!(!body.contains("3735879680") && !body.to_ascii_lowercase().contains("dead0000"), "the crate's `UnsafeCell::get` chose the address: {body}");
+    assert!(body.contains("[store_42_param_0]"), "the store's address is the parameter's: {body}");
+    assert!(body.contains("st.global") && body.contains(", 42;"), "the kernel stores 42: {body}");
+}
+
+/// Session 21, `reqntid(n)`: the g19r_1 crate's rename with the launch-bounds marker made a
+/// no-op (`::ferrocuda_device::launch_bounds!` is the crate's own macro). The entry told the
+/// compiler the block was `(128, 1, 1)` while the PTX had no `.reqntid`, so nothing refused a
+/// launch of 64-thread blocks (the launchers' check is reached through the same renamable
+/// paths): the index was computed with the constant 128 (`shl.b32 .., 7`) for blocks of 64.
+/// Now the assumption is the device crate's `__assume_reqntid::<128>`, whose comment in the
+/// entry's body the builder turns into `.reqntid 128, 1, 1`: the directive is there without the
+/// marker.
+const RENAMED_LAUNCH_BOUNDS: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+macro_rules! rename {
+    ($name:ident) => {
+        extern crate self as $name;
+    };
+}
+rename!(ferrocuda_device);
+pub use real_device::*;
+#[macro_export]
+macro_rules! launch_bounds {
+    ($($anything:tt)*) => {};
+}
+use real_device::global::{DisjointSlice, unique_index};
+
+#[real_device::kernel(reqntid(128))]
+pub fn exact_128(mut out: DisjointSlice<u32>) {
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = 2;
+    }
+}
+"#;
+
+#[test]
+fn s21_a_renamed_launch_bounds_marker_leaves_no_reqntid_assumption_without_its_directive() {
+    let artifacts = build_with_real_device_as("s21-renamed-launch-bounds", RENAMED_LAUNCH_BOUNDS)
+        .unwrap_or_else(|e| panic!("{}", ferrocuda_builder::strip_ansi(&e.to_string())));
+    let ptx = std::fs::read_to_string(&artifacts.ptx[0].1).unwrap();
+    assert!(!ptx.contains("__ferrocuda_launch_bounds__"), "the marker is the crate's no-op");
+    let start = ptx.find(".entry exact_128(").expect("the entry");
+    let header = &ptx[start..start + ptx[start..].find("\n{").unwrap()];
+    println!("{header}");
+    assert!(header.contains(".reqntid 128, 1, 1"), "session 21: the entry assumes 128 threads, so its PTX must require them: {header}");
+    assert!(ptx.contains("// ferrocuda.reqntid 128"), "the device crate's comment, which the directive comes from");
+}

@@ -15,11 +15,21 @@
 //! The same pass handles `ferrocuda_device::cluster_dims!` (and `#[kernel(cluster_dims(..))]`):
 //! a marker `__ferrocuda_cluster_dims__<kernel>` of three u32 becomes `.reqnctapercluster x, y, z`
 //! (CUDA C++'s `__cluster_dims__`), after the launch bounds of the same entry.
+//!
+//! And an entry whose body holds the comment `// ferrocuda.reqntid N` (written by the device
+//! crate's `thread::__assume_reqntid::<N>`, which `#[kernel(reqntid(n))]` calls and which also
+//! tells the compiler the block is `(N, 1, 1)`) gets `.reqntid N, 1, 1` whatever the markers
+//! say: the assumption and the directive that makes it true come from one call, so a kernel
+//! crate that renamed the marker away cannot keep the one without the other (session 21).
 
 use crate::ptx_text::{function_header, is_identifier_char};
 
 /// The prefix of the launch-bounds marker global's name; the kernel's name follows it.
 pub const MARKER_PREFIX: &str = "__ferrocuda_launch_bounds__";
+/// The comment `ferrocuda_device::thread::__assume_reqntid::<N>` writes into an entry's body;
+/// `N` follows it.
+pub const REQNTID_COMMENT: &str = "// ferrocuda.reqntid ";
+
 /// The prefix of the cluster-dims marker (`ferrocuda_device::cluster_dims!`): three u32, the
 /// cluster's x, y and z, become `.reqnctapercluster x, y, z`.
 pub const CLUSTER_MARKER_PREFIX: &str = "__ferrocuda_cluster_dims__";
@@ -63,7 +73,7 @@ impl Directives {
 /// Rewrites `ptx`: each kernel with a launch-bounds or cluster-dims marker gets its
 /// directives; the markers are removed. PTX without markers is returned unchanged.
 pub fn apply_launch_bounds(ptx: &str) -> String {
-    if !ptx.contains(MARKER_PREFIX) && !ptx.contains(CLUSTER_MARKER_PREFIX) {
+    if !ptx.contains(MARKER_PREFIX) && !ptx.contains(CLUSTER_MARKER_PREFIX) && !ptx.contains(REQNTID_COMMENT) {
         return ptx.to_string();
     }
     let mut directives: Vec<(String, Directives)> = Vec::new();
@@ -85,6 +95,13 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
             kept.push(line);
         }
     }
+    // The entries whose bodies assume a block shape (`__assume_reqntid`): `.reqntid` from the
+    // comment, replacing what a marker gave (a marker and the comment agree for `#[kernel]`).
+    for (kernel, threads) in reqntid_comments(&kept) {
+        let bounds = &mut of(&mut directives, kernel).bounds;
+        let min_blocks = bounds.map_or(0, |b| b.min_blocks);
+        *bounds = Some(Bounds { threads, min_blocks, required: true });
+    }
     let mut out = String::with_capacity(ptx.len() + 64 * directives.len());
     let mut pending: Option<Directives> = None;
     for line in kept {
@@ -103,6 +120,29 @@ pub fn apply_launch_bounds(ptx: &str) -> String {
         out.push('\n');
     }
     out
+}
+
+/// `(entry, N)` for each `// ferrocuda.reqntid N` comment in an entry's body. Two different
+/// counts in one entry give the larger (an entry the compiler was told two shapes of is the
+/// author's own `unsafe`; the launch then fails its assumption of the other one).
+fn reqntid_comments(lines: &[&str]) -> Vec<(String, u32)> {
+    let mut found: Vec<(String, u32)> = Vec::new();
+    let mut entry: Option<String> = None;
+    for line in lines {
+        let trimmed = line.trim_start();
+        if let Some((name, is_entry)) = function_header(trimmed) {
+            entry = is_entry.then_some(name);
+        } else if let Some(count) = trimmed.strip_prefix(REQNTID_COMMENT)
+            && let Some(name) = &entry
+            && let Ok(threads) = count.trim().parse::<u32>()
+        {
+            match found.iter_mut().find(|(kernel, _)| kernel == name) {
+                Some((_, known)) => *known = (*known).max(threads),
+                None => found.push((name.clone(), threads)),
+            }
+        }
+    }
+    found
 }
 
 /// `(kernel, [three u32])` when `line` declares a marker global named `prefix<kernel>` (as
@@ -177,6 +217,26 @@ mod tests {
         assert!(out.contains(".entry exact()\n.reqntid 256, 1, 1\n{"), "{out}");
         assert!(out.contains(".entry other()\n.reqnctapercluster 4, 2, 1\n{"), "{out}");
         assert_eq!(out.matches(".reqnctapercluster").count(), 2);
+    }
+
+    /// Session 21: the entry's own `__assume_reqntid` comment gives `.reqntid`, with no marker
+    /// (a kernel crate that renamed `launch_bounds!` away) and over a marker that says otherwise.
+    #[test]
+    fn s21_an_entry_that_assumes_its_block_shape_gets_reqntid_without_a_marker() {
+        let ptx = PTX
+            .replace(".entry other()\n{\n\tret;", ".entry other()\n{\n\t// begin inline asm\n\t// ferrocuda.reqntid 128\n\t// end inline asm\n\tret;")
+            .replace(
+                ".entry gemm(\n\t.param .u64 .ptr .align 1 gemm_param_0\n)\n{\n",
+                ".entry gemm(\n\t.param .u64 .ptr .align 1 gemm_param_0\n)\n{\n\t// ferrocuda.reqntid 64\n",
+            );
+        let out = apply_launch_bounds(&ptx);
+        assert!(out.contains(".entry other()\n.reqntid 128, 1, 1\n{"), "{out}");
+        // The marker said `.maxntid 384` with a minimum of 1 block: the comment's count wins.
+        assert!(out.contains("gemm_param_0\n)\n.reqntid 64, 1, 1\n.minnctapersm 1\n{"), "{out}");
+        assert!(out.contains(".entry exact()\n.reqntid 256, 1, 1\n{"), "{out}");
+        assert!(!out.contains(".maxntid"), "{out}");
+        let alone = ".version 8.0\n.visible .entry k()\n{\n\t// ferrocuda.reqntid 32\n\tret;\n}\n";
+        assert!(apply_launch_bounds(alone).contains(".entry k()\n.reqntid 32, 1, 1\n{"));
     }
 
     #[test]

@@ -157,8 +157,9 @@ fn renaming_extern_crate(source: &str, crate_name: &str) -> Option<String> {
         rest = &rest[at + "extern crate".len()..];
         let item = rest.split(';').next().unwrap_or("");
         let words: Vec<&str> = item.split_whitespace().collect();
+        // `r#core` is the name `core` (session 21).
         let (name, alias) = match words.as_slice() {
-            [name, "as", alias] => (*name, *alias),
+            [name, "as", alias] => (name.trim_start_matches("r#"), alias.trim_start_matches("r#")),
             _ => continue,
         };
         let reserved = GENERATED_PATHS.iter().any(|(reserved, _)| *reserved == alias);
@@ -208,6 +209,8 @@ mod tests {
         let why = renaming_extern_crate("#![no_std]\nextern crate g19r1_device_shim as ferrocuda_device;\n", "k").expect("refused");
         assert!(why.contains("`::ferrocuda_device` another crate"), "{why}");
         assert!(renaming_extern_crate("extern crate self as core;", "k").is_some());
+        // Session 21: a raw identifier is the same name.
+        assert!(renaming_extern_crate("extern crate self as r#core;", "k").is_some());
         assert_eq!(renaming_extern_crate("extern crate self as ferrocuda_device;\nextern crate alloc;\nextern crate core as core;", "ferrocuda_device"), None);
         assert_eq!(renaming_extern_crate("extern crate foo as bar;", "k"), None);
     }

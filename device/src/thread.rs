@@ -133,21 +133,37 @@ fn unhoisted_tid(axis: usize) -> u32 {
     }
 }
 
-/// Tells the compiler the block's shape, `(threads, 1, 1)`: emitted by `#[kernel(reqntid(n))]`
-/// at the top of the entry point, so that `block_dim_x()` is the constant `n` in the kernel
-/// (a `BlockRows` row's stride, `block_size()` in the block reductions): loops striding by it
-/// get a trip count the compiler can compute, and unroll as nvcc's do over a `constexpr`
-/// block size (llm.c's `BlockSize = 256`).
+/// Tells the compiler the block's shape, `(N, 1, 1)`, and asks for the PTX directive that makes
+/// it true: emitted by `#[kernel(reqntid(n))]` at the top of the entry point, so that
+/// `block_dim_x()` is the constant `n` in the kernel (a `BlockRows` row's stride,
+/// `block_size()` in the block reductions): loops striding by it get a trip count the compiler
+/// can compute, and unroll as nvcc's do over a `constexpr` block size (llm.c's
+/// `BlockSize = 256`).
+///
+/// The assumption and the directive come from this one call (session 21): it writes the PTX
+/// comment `// ferrocuda.reqntid N` into the entry's body (an `asm!` that emits no instruction),
+/// and ferrocuda-builder gives every entry whose body holds it `.reqntid N, 1, 1`, with which a
+/// GPU refuses any other block. Before, the directive came only from a separate marker
+/// (`launch_bounds!`), named like this function through a path the kernel's crate can rename:
+/// a crate that made the marker a no-op kept the assumption with nothing to enforce it. Now a
+/// crate that drops or replaces this call drops the assumption with it (making one of its own
+/// takes its own `unsafe`). A run-time check instead (a trap on another shape) was measured:
+/// ptxas does not fold it under `.reqntid`, 7 more instructions per entry.
 ///
 /// # Safety
-/// The block has that shape: true in an entry point compiled with PTX `.reqntid threads, 1, 1`
-/// (a GPU refuses to launch it in any other block; the launchers refuse it first, naming
-/// `reqntid`).
+/// The block has that shape: true in an entry point built by ferrocuda-builder, which gives the
+/// entry `.reqntid N, 1, 1` from this call's comment (a GPU refuses to launch it in any other
+/// block; the launchers refuse it first, naming `reqntid`).
 #[doc(hidden)]
 #[inline(always)]
-pub unsafe fn __assume_block_shape(threads: u32) {
-    // SAFETY: the caller's contract.
-    unsafe { core::hint::assert_unchecked(block_dim_x() == threads && block_dim_y() == 1 && block_dim_z() == 1) }
+pub unsafe fn __assume_reqntid<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a PTX comment: no instruction, no operand.
+    unsafe {
+        core::arch::asm!("// ferrocuda.reqntid {n}", n = const N, options(nomem, nostack, preserves_flags))
+    };
+    // SAFETY: the caller's contract (the directive the comment above asks for).
+    unsafe { core::hint::assert_unchecked(block_dim_x() == N && block_dim_y() == 1 && block_dim_z() == 1) }
 }
 
 /// The launch satisfies `requirements`, the kernel's outputs' [`LaunchRequirements`](ferrocuda_types::LaunchRequirements)

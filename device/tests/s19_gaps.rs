@@ -66,7 +66,8 @@ fn p30_ports7_gap4_lane_row_columns_come_with_their_elements() {
         .run("p30_ports7_iter_cols", config, &|| {
             // SAFETY: the buffer outlives the launch (joined before `out` is read), the launch
             // is 1-D as `BlockRows` needs, and every thread passes the same width.
-            let mut rows: DisjointSlice<u32, BlockRows> = unsafe { ferrocuda_device::global::__private::output(pointer as *mut u32, len, COLS) };
+            let mut rows: DisjointSlice<u32, BlockRows> =
+                unsafe { ferrocuda_device::global::__private::output(&*(pointer as *const core::cell::UnsafeCell<[u32; 0]>), len, COLS) };
             let me = block_row();
             let Some(row) = rows.row_mut(me) else { return };
             let mut expected = thread_idx_x() as usize;

@@ -50,7 +50,8 @@ fn cover<T: Mark + Send + Sync>(executor: &CpuExecutor, rows: u32, cols: u32, mi
         .run("s20_block_rows_x16", config, &|| {
             // SAFETY: the buffer outlives the launch (joined before it is read), the launch is
             // 1-D as `BlockRowsX16` needs, and every thread passes the same width.
-            let mut out: DisjointSlice<T, BlockRowsX16> = unsafe { ferrocuda_device::global::__private::output(pointer as *mut T, n, cols) };
+            let mut out: DisjointSlice<T, BlockRowsX16> =
+                unsafe { ferrocuda_device::global::__private::output(&*(pointer as *const core::cell::UnsafeCell<[T; 0]>), n, cols) };
             for me in block_rows(rows) {
                 let r = me.row();
                 let Some(mut row) = out.row_mut(me) else { panic!("row {r} of {rows} fits") };
@@ -116,7 +117,8 @@ fn p30_ports7_gap2_block_rows_x16_zips_read_the_same_columns_below_the_inputs_le
         CpuExecutor::new()
             .run("s20_zips", LaunchConfig::new(1u32, 4u32), &|| {
                 // SAFETY: as in `cover`.
-                let mut out: DisjointSlice<u8, BlockRowsX16> = unsafe { ferrocuda_device::global::__private::output(pointer as *mut u8, COLS as usize, COLS) };
+                let mut out: DisjointSlice<u8, BlockRowsX16> =
+                    unsafe { ferrocuda_device::global::__private::output(&*(pointer as *const core::cell::UnsafeCell<[u8; 0]>), COLS as usize, COLS) };
                 let Some(mut row) = out.row_mut(block_row()) else { panic!("one row fits") };
                 assert_eq!((row.head(), row.vectors(), row.tail_start()), (13, 2, 45));
                 row.zip_vectors(&input, |x, v| {
@@ -147,7 +149,8 @@ fn p30_ports7_gap2_block_rows_x16_refuses_rows_past_the_buffer() {
     CpuExecutor::new()
         .run("s20_short", LaunchConfig::new(3u32, 2u32), &|| {
             // SAFETY: as in `cover`; a buffer of 40 holds two rows of 17, not three.
-            let mut out: DisjointSlice<i8, BlockRowsX16> = unsafe { ferrocuda_device::global::__private::output(pointer as *mut i8, 40, 17) };
+            let mut out: DisjointSlice<i8, BlockRowsX16> =
+                unsafe { ferrocuda_device::global::__private::output(&*(pointer as *const core::cell::UnsafeCell<[i8; 0]>), 40, 17) };
             let me = block_row();
             match out.row_mut(me) {
                 Some(mut row) => {

@@ -441,15 +441,50 @@ pub mod __private {
         O::check_launch(output, config, len, shape)
     }
 
-    /// Builds an output parameter from the pointer and length the host launcher passed (and,
-    /// for a row-major matrix output, the row width of `#[kernel(cols(..))]`).
+    /// A read-only slice parameter (`x: &[T]`, and the `Some` of an `Option<&[T]>`), rebuilt in
+    /// the device entry from the address parameter and the length the host's launch passed.
+    ///
+    /// The element type is bounded here, by the device crate's own `Pod` (session 21, the slice
+    /// half of G19R-1): the entry names this function through `::ferrocuda_device`, a path the
+    /// kernel's crate can rename, but then the function is the crate's own, and making a
+    /// `&[T]` of an address takes `unsafe` there. Before, the entry called
+    /// `core::slice::from_raw_parts` itself, for whatever element type the device build
+    /// resolved (`Pod` was checked through a renamable `require_pod` and the device-written
+    /// type tables only), so a `cfg`-chosen `&'static mut u32` element read the host's integers
+    /// as references. Now every element the entry makes is plain data whatever the tables say,
+    /// and the host's bytes (initialised `Pod` values) are valid ones. `'a` is unbounded, as
+    /// `from_raw_parts`'s: the entry gives it the kernel call's.
+    ///
+    /// The entry's parameter is `&[T; 0]`: no-alias and read-only like `&[T]` (loads become
+    /// `ld.global.nc`) and valid for an empty slice; this is an identity on the PTX.
     ///
     /// # Safety
-    /// As for [`KernelOutput::from_raw_parts`].
+    /// `pointer` is the start of `len` initialised elements of `T` in global memory that nobody
+    /// writes until the kernel has finished (the launcher's `DeviceRead` borrow).
+    #[doc(hidden)]
     #[inline(always)]
-    pub unsafe fn output<O: KernelOutput>(pointer: *mut O::Element, len: usize, shape: O::Shape) -> O {
+    pub unsafe fn input<'a, T: Pod>(pointer: &[T; 0], len: usize) -> &'a [T] {
+        // SAFETY: the caller's contract; `T: Pod`, so any initialised bytes are `T`s.
+        unsafe { core::slice::from_raw_parts(pointer.as_ptr(), len) }
+    }
+
+    /// Builds an output parameter from the address parameter and length the host launcher
+    /// passed (and, for a row-major matrix output, the row width of `#[kernel(cols(..))]`).
+    ///
+    /// Takes the entry's parameter itself (`&UnsafeCell<[O::Element; 0]>`, typed by the output's
+    /// element) and bounds the element by `Pod` here (session 21, as [`input`]): the entry makes
+    /// no pointer of its own (before, `cell.get().cast()`, through `::core::cell::UnsafeCell`,
+    /// whose `get` is the kernel crate's own method when the crate makes `::core` its own).
+    ///
+    /// # Safety
+    /// As for [`KernelOutput::from_raw_parts`], for the pointer `cell.get()`.
+    #[inline(always)]
+    pub unsafe fn output<O: KernelOutput>(cell: &core::cell::UnsafeCell<[O::Element; 0]>, len: usize, shape: O::Shape) -> O
+    where
+        O::Element: Pod,
+    {
         // SAFETY: forwarded.
-        unsafe { O::from_raw_parts(pointer, len, shape) }
+        unsafe { O::from_raw_parts(cell.get().cast(), len, shape) }
     }
 
     /// The key of an output parameter's type, in the device build's type table and the host

@@ -184,16 +184,23 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     // `reqntid(n)`: the block is `(n, 1, 1)` in every launch (PTX `.reqntid`: a GPU refuses any
     // other; so do the launchers), so the entry tells the compiler, and `blockDim.x` is the
     // constant `n` in the kernel (issue 30: a `BlockRows` loop striding by it unrolls as nvcc's
-    // over llm.c's `constexpr BlockSize`).
+    // over llm.c's `constexpr BlockSize`). The count is a const argument of the device crate's
+    // `__assume_reqntid`, which also writes the comment the builder turns into the entry's
+    // `.reqntid` (session 21): the assumption and the directive come from one call, whatever the
+    // separate `launch_bounds!` marker was renamed to. The user's expression is a `const` item
+    // outside the `unsafe` block (P1).
     let block_shape = bounds.and_then(|b| {
         let mut tokens = b.clone().into_iter();
         match tokens.next() {
             Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
                 let threads: TokenStream = tokens.collect();
                 let thread = paths::thread();
+                let count = format_ident!("__FERROCUDA_REQNTID", span = Span::mixed_site());
                 Some(quote! {
-                    // SAFETY: `.reqntid`: every launch of this entry has this block shape.
-                    unsafe { #thread::__assume_block_shape(#threads) };
+                    const #count: __ferrocuda_core::primitive::u32 = #threads;
+                    // SAFETY: the builder gives this entry `.reqntid` from the call's own comment,
+                    // so every launch of it has this block shape.
+                    unsafe { #thread::__assume_reqntid::<#count>() };
                 })
             }
             _ => None,
@@ -217,7 +224,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             let value = format_ident!("__ferrocuda_outputs", span = Span::mixed_site());
             let set = output_set(&outputs);
             quote! {
-                let #value = ::core::marker::PhantomData::<#set>;
+                let #value = __ferrocuda_core::marker::PhantomData::<#set>;
                 // SAFETY: every launch was checked against the outputs' `REQUIREMENTS` before
                 // the kernel ran (the host's launch itself, from the outputs' parameters).
                 unsafe { #args::__assume_outputs_launch(#value) };
@@ -231,7 +238,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
         let first = generated(&group[0], "len");
         group[1..].iter().map(move |name| {
             let len = generated(name, "len");
-            quote!(let #len: ::core::primitive::usize = #first;)
+            quote!(let #len: __ferrocuda_core::primitive::usize = #first;)
         })
     });
     // By-value parameters first (their rebuild names nothing else): an output's `cols(..)`
@@ -304,10 +311,15 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             static TYPES: [::core::primitive::u64; #count] = [#(#type_keys),*];
         }
     });
+    // `core` as the entry names it: the real one, loaded by name, whatever `::core` is in the
+    // kernel's crate (session 21; `paths::device_core`).
+    let core_item = paths::device_core_item();
     quote! {
         #(#cfgs)*
         #[cfg(target_arch = "nvptx64")]
         const _: () = {
+            #core_item
+
             #[unsafe(export_name = #fingerprint_symbol)]
             #[used]
             static FINGERPRINT: ::core::primitive::u64 = #fingerprint;

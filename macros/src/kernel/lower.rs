@@ -121,12 +121,16 @@ pub fn lower(param: &Param) -> Lowered {
             let #mutability #name: #ty = #host::copy_param::<#ty>(&#name);
         },
     };
+    // The entry names `core` as `__ferrocuda_core`, the real one whatever `::core` is in the
+    // kernel's crate (session 21, `paths::device_core`).
+    let core = paths::device_core();
     match &param.kind {
         ParamKind::Scalar { primitive } => {
-            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), primitive.clone(), quote!(scalar))
+            let entry_type = super::parse::scalar_path_in(ty, &core).unwrap_or_else(|| primitive.clone());
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::scalar::<#ty, #primitive>(&#name)), entry_type, quote!(scalar))
         }
         ParamKind::Value => {
-            by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(::core::mem::MaybeUninit<#ty>), quote!(by_value))
+            by_value(quote_spanned!(ty.span()=> #host::KernelParam::value::<#ty>(&#name)), quote!(#core::mem::MaybeUninit<#ty>), quote!(by_value))
         }
         ParamKind::Pointer { elem, .. } => {
             let parts = generated(name, "cpu");
@@ -193,31 +197,37 @@ pub fn lower(param: &Param) -> Lowered {
                 cpu_rebuild: quote!(),
             }
         }
-        ParamKind::Slice { elem } => slice(
-            param,
-            elem,
-            SliceAbi {
-                // `&[T; 0]`: no-alias and read-only like `&[T]` (so loads become
-                // `ld.global.nc`), yet valid for an empty slice.
-                device_pointer: quote!(&[#elem; 0]),
-                host_argument: quote!(#host::SliceArg::input::<#elem, _>(#name)),
-                host_type: quote_spanned!(elem.span()=> &(impl #host::DeviceRead<#elem> + ?::core::marker::Sized)),
-                writes: false,
-                cpu_type: quote!(&[#elem]),
-                cpu_parts: quote!(#args::InputParts),
-            },
-            None,
-            |pointer, len, _| quote!(::core::slice::from_raw_parts(#pointer.as_ptr(), #len)),
-            // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
-            |parts, _| quote!(#parts.get()),
-        ),
+        ParamKind::Slice { elem } => {
+            let (input_args, elem_span) = (args.clone(), elem.span());
+            slice(
+                param,
+                elem,
+                SliceAbi {
+                    // `&[T; 0]`: no-alias and read-only like `&[T]` (so loads become
+                    // `ld.global.nc`), yet valid for an empty slice.
+                    device_pointer: quote!(&[#elem; 0]),
+                    host_argument: quote!(#host::SliceArg::input::<#elem, _>(#name)),
+                    host_type: quote_spanned!(elem.span()=> &(impl #host::DeviceRead<#elem> + ?::core::marker::Sized)),
+                    writes: false,
+                    cpu_type: quote!(&[#elem]),
+                    cpu_parts: quote!(#args::InputParts),
+                },
+                None,
+                // The device crate's `input`, bounded by `Pod` there (session 21: the entry called
+                // `core::slice::from_raw_parts` itself, for whatever element the device build chose).
+                // Spanned at the element type: a refused element is reported there.
+                move |pointer, len, _| quote_spanned!(elem_span=> #input_args::input(#pointer, #len)),
+                // Safe: `InputParts<'a, T>` gives the slice back for the launch's borrow `'a` only.
+                |parts, _| quote!(#parts.get()),
+            )
+        }
         ParamKind::OptionalSlice { elem } => optional_slice(param, elem),
         ParamKind::Output { elem } => {
             let abi = SliceAbi {
                 // A shared reference to an empty `UnsafeCell`: no `noalias` and no `readonly`
                 // (interior mutability), so nothing is cached across barriers, while the PTX
                 // parameter keeps the element's alignment (`.ptr .align N`).
-                device_pointer: quote!(&::core::cell::UnsafeCell<[#elem; 0]>),
+                device_pointer: quote!(&#core::cell::UnsafeCell<[#elem; 0]>),
                 host_argument: quote!(#host::SliceArg::output::<#elem, _>(#name)),
                 host_type: quote_spanned!(elem.span()=> &mut (impl #host::DeviceWrite<#elem> + ?::core::marker::Sized)),
                 writes: true,
@@ -265,7 +275,10 @@ pub fn lower(param: &Param) -> Lowered {
                 elem,
                 abi,
                 Some(shape),
-                move |pointer, len, shape| quote!(#device_args::output(#pointer.get().cast(), #len, #shape)),
+                // The parameter itself, typed by the output's element and bounded by `Pod` in the
+                // device crate's `output` (session 21: no `.get()` of a `core` type the kernel's
+                // crate could make its own, no cast).
+                move |pointer, len, shape| quote!(#device_args::output(#pointer, #len, #shape)),
                 // SAFETY (in the generated block): the slice is borrowed by this launch until
                 // every thread is done, the launch was checked against the outputs'
                 // `REQUIREMENTS`, and the shape is one value for every thread. The output's
@@ -314,6 +327,7 @@ fn slice(
     let shape_var = generated(name, "shape");
     let bind_shape = shape.map(|shape| quote!(let #shape_var = #shape;));
     let SliceAbi { device_pointer, host_argument, host_type, writes, cpu_type, cpu_parts } = abi;
+    let core = paths::device_core();
     let label = {
         use syn::ext::IdentExt;
         name.unraw().to_string()
@@ -322,7 +336,7 @@ fn slice(
     let device_rebuild = rebuild(&pointer, &len, &shape_var);
     let cpu_value = cpu_rebuild(&parts, &shape_var);
     Lowered {
-        entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: ::core::primitive::usize)],
+        entry_params: vec![quote!(#pointer: #device_pointer), quote!(#len: #core::primitive::usize)],
         entry_rebuild: quote! {
             #bind_shape
             // SAFETY: the host launcher passed a device allocation of `len` elements, borrowed
@@ -364,21 +378,24 @@ fn optional_slice(param: &Param, elem: &Type) -> Lowered {
     let (host, args) = (paths::host(), paths::args());
     let (pointer, len, arg, parts) = (generated(name, "ptr"), generated(name, "len"), generated(name, "arg"), generated(name, "cpu"));
     let present = generated(name, "present");
+    let core = paths::device_core();
+    // The device crate's `input`, bounded by `Pod` (as a plain slice's), spanned at the element.
+    let input = quote_spanned!(elem.span()=> #args::input(#present, #len));
     let buffer = generated(name, "buffer");
     let label = {
         use syn::ext::IdentExt;
         name.unraw().to_string()
     };
     Lowered {
-        entry_params: vec![quote!(#pointer: ::core::option::Option<&[#elem; 0]>), quote!(#len: ::core::primitive::usize)],
+        entry_params: vec![quote!(#pointer: #core::option::Option<&[#elem; 0]>), quote!(#len: #core::primitive::usize)],
         entry_rebuild: quote! {
             let #mutability #name: #ty = match #pointer {
-                ::core::option::Option::Some(#present) => ::core::option::Option::Some(
+                #core::option::Option::Some(#present) => #core::option::Option::Some(
                     // SAFETY: a non-null pointer is a device allocation of `len` elements that the
                     // host launcher borrowed until the kernel has finished (`SliceArg`).
-                    unsafe { ::core::slice::from_raw_parts(#present.as_ptr(), #len) },
+                    unsafe { #input },
                 ),
-                ::core::option::Option::None => ::core::option::Option::None,
+                #core::option::Option::None => #core::option::Option::None,
             };
         },
         by_value: false,

@@ -705,6 +705,11 @@ fn first_type_argument(segment: &syn::PathSegment) -> Option<Type> {
 /// `::core::num::NonZero<::core::primitive::u32>`. Only the spelling is read here; the
 /// generated code then requires the written type to *be* that type.
 pub fn scalar_path(ty: &Type) -> Option<TokenStream> {
+    scalar_path_in(ty, &quote::quote!(::core))
+}
+
+/// [`scalar_path`] with `core` named by `core` (the device entry's `__ferrocuda_core`).
+pub fn scalar_path_in(ty: &Type, core: &TokenStream) -> Option<TokenStream> {
     let ty = match ty {
         Type::Group(group) => &*group.elem,
         other => other,
@@ -716,14 +721,14 @@ pub fn scalar_path(ty: &Type) -> Option<TokenStream> {
     if let Some(ident) = path.path.get_ident() {
         let name = ident.to_string();
         if SCALARS.contains(&name.as_str()) {
-            return Some(quote::quote!(::core::primitive::#ident));
+            return Some(quote::quote!(#core::primitive::#ident));
         }
     }
     let last = path.path.segments.last()?;
     let name = last.ident.to_string();
     let ident = &last.ident;
     if NON_ZERO.contains(&name.as_str()) && last.arguments.is_empty() {
-        return Some(quote::quote!(::core::num::#ident));
+        return Some(quote::quote!(#core::num::#ident));
     }
     if name == "NonZero"
         && let Some(Type::Path(inner)) = first_type_argument(last)
@@ -731,7 +736,7 @@ pub fn scalar_path(ty: &Type) -> Option<TokenStream> {
         && SCALARS.contains(&integer.to_string().as_str())
         && !matches!(integer.to_string().as_str(), "bool" | "f32" | "f64")
     {
-        return Some(quote::quote!(::core::num::NonZero<::core::primitive::#integer>));
+        return Some(quote::quote!(#core::num::NonZero<#core::primitive::#integer>));
     }
     None
 }

@@ -11,6 +11,26 @@ pub fn host() -> TokenStream {
     quote!(::ferrocuda_host::__private)
 }
 
+/// `core` as the device entry names it: `__ferrocuda_core`, which the entry's `const` block binds
+/// with `extern crate core as __ferrocuda_core;` ([`device_core_item`]). An `extern crate` item
+/// loads the crate the compiler's crate loader finds under that name (the sysroot's `core`;
+/// a Cargo dependency called `core` is refused by the builder), not the name `::core` resolves
+/// to in the kernel's crate, which the crate can make its own (`extern crate self as core;`, a
+/// form the builder's text check can miss, or, in edition 2015, a root module `core`).
+/// Session 21: the entry took its address parameters as `&::core::cell::UnsafeCell<..>` and
+/// called `.get()` on them, so a crate's own `core::cell::UnsafeCell` chose the address that
+/// the real `output` was given in generated `unsafe`.
+pub fn device_core() -> TokenStream {
+    quote!(__ferrocuda_core)
+}
+
+/// The item that binds [`device_core`] in the device entry's `const` block.
+pub fn device_core_item() -> TokenStream {
+    quote!(
+        extern crate core as __ferrocuda_core;
+    )
+}
+
 /// The builders of kernel parameters (`DisjointSlice`, `AtomicSlice`, CPU-side parts).
 pub fn args() -> TokenStream {
     quote!(::ferrocuda_device::__private::args)
