@@ -346,11 +346,12 @@ fn refuse_capture(ordinal: usize, stream: usize) -> PyResult<()> {
         return Ok(());
     }
     let context = crate::glue::context(ordinal)?;
+    let current = context.push_current().map_err(crate::glue::gpu_error)?;
     let mut status = ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: torch's current stream of the device, a live stream of its primary context (bound
-    // to this thread by `context`); the call writes one enum value and queues nothing.
+    // SAFETY: torch's current stream of the device, a live stream of its primary context (pushed
+    // on this thread above); the call writes one enum value and queues nothing.
     unsafe { ferrocuda_host::driver::stream::is_capturing(stream as ferrocuda_host::sys::CUstream, &mut status) }.map_err(crate::glue::gpu_error)?;
-    drop(context);
+    drop((current, context));
     if status != ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Err(PyRuntimeError::new_err(
             "ferrocuda_torch.dlpack: torch's current stream is being captured into a CUDA graph: the DLPack functions cannot keep an array's \
