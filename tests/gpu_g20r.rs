@@ -132,7 +132,11 @@ fn g21_the_bind_guard_never_restores_a_destroyed_context_by_name() {
         let mine = Context::create(0, SchedulePolicy::Auto).unwrap();
         let result = work_in(&mine);
         let after = current_raw();
-        println!("g21: work in the created context: {:?}; current after: {after:?} (the destroyed one: {foreign_raw:?}, ferrocuda's: {:?})", result.as_ref().map(|v| v[0]), mine.raw());
+        println!(
+            "g21: work in the created context: {:?}; current after: {after:?} (the destroyed one: {foreign_raw:?}, ferrocuda's: {:?})",
+            result.as_ref().map(|v| v[0]),
+            mine.raw()
+        );
         assert_eq!(result.unwrap(), vec![5.0f32; 1000]);
         assert_ne!(after, mine.raw(), "ferrocuda's created context was left current after restoring a destroyed context failed");
         assert!(after.is_null() || after == foreign_raw, "a context other than the one current before the call is current: {after:?}");

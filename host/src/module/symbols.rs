@@ -81,7 +81,7 @@ impl ImageSymbols {
         }
         let entries = if is_ptx { ptx_entries(image) } else { HashMap::new() };
         let data = if is_ptx { Some(ptx_data(image)) } else { elf_data(image) };
-        ImageSymbols { names: Some(names), entries, data }
+        ImageSymbols { names: Some(names), entries, data, host_writable: Vec::new() }
     }
 
     /// Whether `name` is data the image declares visible outside its module, the only kind

@@ -28,9 +28,7 @@
 //! the work has run on the GPU, and (c) torch's own accesses to it are ordered with the work.
 //! - (a) On this thread: the values are read last by [`verify`] inside torch's C methods with
 //!   `__torch_function__` and the Python dispatch keys off ([`crate::native::NoHooks`]); from
-//!   there to the queuing nothing calls Python (no callback, property or hook), and a `Call` is
-//!   `!Sync`, so no closure lent to `Python::detach` (which gives the GIL up) can use it: the
-//!   compiler refuses code that would let the GIL go while a slice of it is alive. On other
+//!   there to the queuing nothing calls Python (no callback, property or hook). On other
 //!   threads: while this thread holds the GIL no Python code runs there, but torch code that a
 //!   thread entered earlier may (torch's bindings release the GIL around an op). Such code
 //!   changing one of this call's tensors (`resize_`, `set_`) while this thread reads it is a
@@ -39,8 +37,12 @@
 //!   undefined behaviour by torch's rules (a tensor is not changed by one thread while another
 //!   uses it) before anything of ferrocuda's runs. ferrocuda cannot order another thread's C++
 //!   code, and it adds no race that torch's own op in its place would not have. The GIL is
-//!   therefore not the argument, only what keeps other threads' *Python* code (a `del`, a new
-//!   call) from starting.
+//!   what keeps other threads' *Python* code (a `del`, a `resize_()` called from Python, which
+//!   is not a race inside torch) from starting between the last read and the launch: **an op
+//!   must launch with the GIL held**. A `Call` is `!Sync`, so a closure given to
+//!   `Python::detach` cannot use the `Call` itself, but the slices it lends are `Send`: an op
+//!   that moved them into `detach` and launched there would let another thread free the memory
+//!   first (a residual of session 21, not yet enforced by the types: see the report).
 //! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor it
 //!   did not allocate itself is recorded on the launch stream (`record_stream`, in the hooks-off
 //!   section, before the last read): torch's caching allocator, when the memory is freed (a
