@@ -97,8 +97,8 @@ pub enum Error {
         /// The timeout.
         after: Duration,
     },
-    /// A peer all-reduce group ([`crate::PeerGroup`]) is over: a rank's kernel gave up waiting
-    /// for a peer ([`crate::PeerRank::spin_limit`]), which ends the group for every rank (audit
+    /// A peer all-reduce group ([`crate::peer::PeerGroup`]) is over: a rank's kernel gave up waiting
+    /// for a peer ([`crate::peer::PeerRank::spin_limit`]), which ends the group for every rank (audit
     /// 2026-11-28h G20R-1: a rank that went on after a give-up ran ahead of a late peer). The
     /// outputs of this rank's calls since the give-up are NaN, not sums, and every later call
     /// fails the same way. Not a communicator timeout: nothing was aborted that a retry could
