@@ -347,8 +347,9 @@ fn primary_keeping_current(ordinal: usize) -> PyResult<Context> {
     let mut before = std::ptr::null_mut();
     // SAFETY: writes one handle.
     unsafe { ctx::get_current(&mut before) }.map_err(gpu_error)?;
-    // SAFETY: the thread's current context, alive (current here), pushed once more; popped below.
     if !before.is_null() {
+        // SAFETY: the thread's current context, alive (current here), pushed once more; popped
+        // below.
         unsafe { ctx::push_current(before) }.map_err(gpu_error)?;
     }
     let context = Context::primary(ordinal);
