@@ -87,6 +87,73 @@ fn g20r4_a_created_context_is_never_left_current() {
     .unwrap();
 }
 
+/// Session 21, G20R-4's class for borrowed contexts: `Context::from_raw` of a context that is
+/// not primary made it current, and every ferrocuda call with it left it current, so another
+/// library's runtime allocations on the thread went into a context its owner destroys. Now a
+/// borrowed context is bound for ferrocuda's calls only, like a created one.
+#[test]
+fn g21_a_borrowed_context_is_never_left_current() {
+    let Some(primary) = common::gpu_or_skip("g21_a_borrowed_context_is_never_left_current") else { return };
+    primary.bind_to_thread().unwrap();
+    let before = current_raw();
+    let owner = Context::create(0, SchedulePolicy::Auto).unwrap();
+    // SAFETY: `owner` (the keep-alive) keeps the context alive while the borrowed handle lives.
+    let borrowed = unsafe { Context::from_raw(owner.raw(), owner.clone()) }.unwrap();
+    assert!(!borrowed.is_primary());
+    assert_eq!(current_raw(), before, "Context::from_raw left the borrowed context current");
+    assert_eq!(work_in(&borrowed).unwrap(), vec![5.0f32; 1000]);
+    assert_eq!(current_raw(), before, "work in a borrowed context left it current");
+    drop(borrowed);
+    assert_eq!(current_raw(), before, "the borrowed handle's teardown left a context current");
+    drop(owner);
+    assert_eq!(current_raw(), before);
+}
+
+/// Session 21: the guard that binds a created context for a ferrocuda call restored the
+/// context current before it by naming it (`cuCtxSetCurrent(previous)`). When that context's
+/// owner had destroyed it meanwhile (here: before the call, from another thread, while it was
+/// current on this one), the restore passed a dangling handle to the driver, which refused it,
+/// and ferrocuda's created context stayed current (G20R-4 again), or, had a new context taken
+/// the address, made a stranger's context current. Now the guard pushes and pops: the driver's
+/// own stack brings the previous entry back, destroyed or not, and ferrocuda's context is never
+/// left current. What the driver then reports for the destroyed context is printed.
+#[test]
+fn g21_the_bind_guard_never_restores_a_destroyed_context_by_name() {
+    let Some(_primary) = common::gpu_or_skip("g21_the_bind_guard_never_restores_a_destroyed_context_by_name") else { return };
+    std::thread::spawn(|| {
+        let foreign = Context::create(0, SchedulePolicy::Auto).unwrap();
+        let foreign_raw = foreign.raw();
+        // The foreign context current on this thread (as another library's would be); its last
+        // handle goes to another thread, which destroys it while it is current here.
+        foreign.bind_to_thread().unwrap();
+        assert_eq!(current_raw(), foreign_raw);
+        std::thread::spawn(move || drop(foreign)).join().unwrap();
+        assert_eq!(current_raw(), foreign_raw, "the driver keeps a destroyed context current on the threads it was current on");
+        let mine = Context::create(0, SchedulePolicy::Auto).unwrap();
+        let result = work_in(&mine);
+        let after = current_raw();
+        println!(
+            "g21: work in the created context: {:?}; current after: {after:?} (the destroyed one: {foreign_raw:?}, ferrocuda's: {:?})",
+            result.as_ref().map(|v| v[0]),
+            mine.raw()
+        );
+        assert_eq!(result.unwrap(), vec![5.0f32; 1000]);
+        assert_ne!(after, mine.raw(), "ferrocuda's created context was left current after restoring a destroyed context failed");
+        assert!(after.is_null() || after == foreign_raw, "a context other than the one current before the call is current: {after:?}");
+        if after == foreign_raw {
+            // SAFETY: no arguments; acts on the current context (the destroyed one).
+            let code = unsafe { sys::cuCtxSynchronize() };
+            println!("g21: cuCtxSynchronize on the destroyed context: {code:?}");
+            assert_ne!(code, sys::CUresult::CUDA_SUCCESS, "the destroyed context answered as if alive");
+        }
+        drop(mine);
+        // The teardown of ferrocuda's context pops it too: the thread is as before the call.
+        assert_eq!(current_raw(), after, "the created context's teardown changed the current context");
+    })
+    .join()
+    .unwrap();
+}
+
 const CHILD: &str = "FERROCUDA_G20R_CHILD";
 
 /// The module-internal data names (`anon_$...`) of an image: PTX words or cubin strings.
@@ -123,7 +190,8 @@ fn g20r5_the_compilers_constants_are_not_handed_to_safe_code() {
     assert!(!text.contains("G20R-5 HANDED OUT"), "module-internal data was handed to safe code:\n{text}");
     assert!(text.contains("G20R-5 REFUSED cubin") || text.contains("G20R-5 NO CUBIN"), "{text}");
     assert!(text.contains("G20R-5 REFUSED ptx"), "{text}");
-    assert!(text.contains("G20R-5 VISIBLE 7 -> 9"), "a `.visible` global is no longer handed out:\n{text}");
+    assert!(text.contains("G20R-5 VISIBLE 7 -> 9"), "a `.visible` global named host-writable is no longer handed out:\n{text}");
+    assert!(text.contains("G21 READ-ONLY refused, still 5"), "a `.global` not named host-writable was written:\n{text}");
     assert!(text.contains("G20R-5 PANIC") && text.contains("tests/kernels/src/lib.rs"), "the panic report does not name the real file:\n{text}");
     assert!(text.contains("G20R-5 CHILD DONE"), "the child did not finish:\n{text}");
 }
@@ -146,15 +214,24 @@ fn g20r5_child() {
     }
     // The PTX, with one global the device code declares visible appended (as a kernel crate's
     // `#[unsafe(no_mangle)] static mut` is).
-    let with_visible = format!("{ptx}\n.visible .global .align 4 .u32 G20R5_VISIBLE = 7;\n");
-    // SAFETY: this project's own PTX plus one global no kernel reads; launched only through
-    // its own typed launcher (`launch_in` checks the fingerprint).
-    let module = unsafe { Module::load_ptx(&context, "g20r5_ptx", &with_visible, &JitOptions::new()) }.unwrap();
+    // Session 21: a second visible global, not named host-writable, as an immutable
+    // `#[unsafe(no_mangle)] static` is declared (the same form as a `static mut`).
+    let with_visible = format!("{ptx}\n.visible .global .align 4 .u32 G20R5_VISIBLE = 7;\n.visible .global .align 4 .u32 G21_IMMUTABLE = 5;\n");
+    // SAFETY: this project's own PTX plus two globals no kernel reads, of which only the one
+    // named host-writable is written; launched only through its own typed launcher
+    // (`launch_in` checks the fingerprint).
+    let options = JitOptions::new().host_writable_globals(["G20R5_VISIBLE"]);
+    let module = unsafe { Module::load_ptx(&context, "g20r5_ptx", &with_visible, &options) }.unwrap();
     refuse_all(&module, "ptx", &internal_names(ptx.as_bytes()));
     let visible = module.global::<u32>("G20R5_VISIBLE").unwrap();
     let was = visible.read().unwrap();
     visible.write(&9).unwrap();
     println!("G20R-5 VISIBLE {was} -> {}", visible.read().unwrap());
+    let immutable = module.global::<u32>("G21_IMMUTABLE").unwrap();
+    match immutable.write(&9) {
+        Err(Error::GlobalReadOnly { .. }) => println!("G21 READ-ONLY refused, still {}", immutable.read().unwrap()),
+        other => println!("G21 READ-ONLY written: {other:?}"),
+    }
 
     // The bounds check's panic reports where it is: threads 40..64 index past 40 outputs.
     let stream = Stream::non_blocking(&context).unwrap();

@@ -61,7 +61,7 @@ fn ones(n: usize) -> Vec<Complex<f32>> {
 
 fn load_late_read(context: &Context, ns: u64) -> Module {
     // SAFETY: a hand-written kernel with mark_blocks's parameters (bool, pointer, length).
-    unsafe { Module::load_ptx(context, "late_read", &host_ordering::late_read_ptx(ns), &JitOptions::new()) }.unwrap()
+    unsafe { Module::load_ptx(context, "late_read", &host_ordering::late_read_ptx(ns), &JitOptions::new().host_writable_globals(["FILL"])) }.unwrap()
 }
 
 /// cuBLAS on its handle's stream reads an input that a kernel on another stream still writes.

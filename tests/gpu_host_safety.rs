@@ -278,7 +278,9 @@ fn n12_a_plan_dropped_inside_a_capture_is_destroyed_after_it() {
 fn s1_a_global_write_is_ordered_with_the_modules_kernels_on_other_streams() {
     let Some(context) = common::gpu_or_skip("s1_a_global_write_is_ordered_with_the_modules_kernels_on_other_streams") else { return };
     // SAFETY: a hand-written kernel with mark_blocks's parameters (bool, pointer, length).
-    let module = unsafe { Module::load_ptx(&context, "late_read", &host_ordering::late_read_ptx(300_000_000), &JitOptions::new()) }.unwrap();
+    let module =
+        unsafe { Module::load_ptx(&context, "late_read", &host_ordering::late_read_ptx(300_000_000), &JitOptions::new().host_writable_globals(["FILL"])) }
+            .unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     let stream = Stream::non_blocking(&context).unwrap();
     let mut before = DeviceBuffer::<u32>::zeroed(&context, 4).unwrap();

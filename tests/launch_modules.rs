@@ -142,8 +142,16 @@ fn module_globals_read_and_write_as_typed_values() {
     let Some(context) = common::gpu_or_skip("module_globals_read_and_write_as_typed_values") else { return };
     // SAFETY: the PTX/cubin is this project's own build (kernels built by #[kernel], whose
     // fingerprints `launch_in` checks), or a module that is never launched through a typed launcher.
-    let module =
-        unsafe { Module::load_ptx_checked(&context, "globals", &mark_blocks_ptx(FROM_GLOBAL), &JitOptions::new(), &[&mark_blocks::SIGNATURE]) }.unwrap();
+    let module = unsafe {
+        Module::load_ptx_checked(
+            &context,
+            "globals",
+            &mark_blocks_ptx(FROM_GLOBAL),
+            &JitOptions::new().host_writable_globals(["FILL"]),
+            &[&mark_blocks::SIGNATURE],
+        )
+    }
+    .unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     assert_eq!(fill.read().unwrap(), 1);
     assert_eq!(module.global::<[u32; 4]>("TABLE").unwrap().read().unwrap(), [1, 2, 3, 4]);

@@ -34,7 +34,9 @@ pub fn launch_overhead(context: &Context) -> Result<Vec<(String, f64)>> {
     let typed = || empty::launch(&stream, config).expect("typed launch failed");
     type Launcher<'s> = Box<dyn FnMut() + 's>;
     let mut variants: [(&str, Launcher); 2] = [("raw cuLaunchKernel", Box::new(raw)), ("typed empty::launch", Box::new(typed))];
-    context.bind_to_thread()?;
+    // The raw baseline's `cuLaunchKernel` needs the context current; pushed for the
+    // measurement and popped at the end (session 21: library code leaves no context current).
+    let _current = context.push_current()?;
     for (_, launch) in &mut variants {
         for _ in 0..1000 {
             launch();

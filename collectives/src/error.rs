@@ -97,6 +97,23 @@ pub enum Error {
         /// The timeout.
         after: Duration,
     },
+    /// A peer all-reduce group ([`crate::peer::PeerGroup`]) is over: a rank's kernel gave up waiting
+    /// for a peer ([`crate::peer::PeerRank::spin_limit`]), which ends the group for every rank (audit
+    /// 2026-11-28h G20R-1: a rank that went on after a give-up ran ahead of a late peer). The
+    /// outputs of this rank's calls since the give-up are NaN, not sums, and every later call
+    /// fails the same way. Not a communicator timeout: nothing was aborted that a retry could
+    /// reach, and the group cannot be repaired.
+    #[error(
+        "{operation}: the peer all-reduce group is over on rank {rank}: {cause}. The outputs of this rank's calls since then are NaN, not sums, and every later call fails: drop every rank of the group, synchronise, and make a new group with PeerGroup::new (raise PeerRank::spin_limit, or leave it at 0 to wait for ever, if a rank was merely late)"
+    )]
+    GroupPoisoned {
+        /// The refused or reporting operation (`PeerRank::check`, `PeerRank::all_reduce`).
+        operation: &'static str,
+        /// The rank that reports it.
+        rank: usize,
+        /// Who gave up, as far as this rank can tell.
+        cause: &'static str,
+    },
     /// An NCCL operation issued while this thread's NCCL group is open, other than through a
     /// [`crate::Grouped`] member of the outermost [`crate::group`], or a [`crate::group`]
     /// begun inside another: NCCL would only record it until the outermost group ends, after

@@ -80,9 +80,9 @@ impl Drop for Shared {
         if self.opened.is_empty() && self.peers_done {
             return;
         }
-        if let Some(context) = self.contexts.first() {
-            let _ = context.bind_to_thread();
-        }
+        // The first GPU's context current for the closes, then the caller's again (session 21:
+        // a created context is not left current on the user's thread, G20R-4's class).
+        let _current = self.contexts.first().and_then(|context| context.push_current().ok());
         for &address in &self.opened {
             // SAFETY: mapped by cuIpcOpenMemHandle in `across_processes`, closed once, after
             // this GPU's work (the only user of the mapping here) has finished.
@@ -260,7 +260,7 @@ impl IpcMemory {
     /// `bytes` (at least 1) of zeroed device memory of `context`. The zeroing is queued on the
     /// legacy default stream: synchronise the context before other streams use the memory.
     fn zeroed(context: &Context, bytes: usize) -> Result<Self> {
-        context.bind_to_thread()?;
+        let _current = context.push_current()?;
         let bytes = bytes.max(1);
         let mut address = 0;
         // SAFETY: writes the address of a new allocation of `bytes` bytes of this context.
@@ -278,7 +278,7 @@ impl IpcMemory {
 
 impl Drop for IpcMemory {
     fn drop(&mut self) {
-        if self.context.bind_to_thread().is_ok() {
+        if let Ok(_current) = self.context.push_current() {
             // SAFETY: allocated by cuMemAlloc in `zeroed` and freed once, here. `Shared`'s drop
             // synchronised this context first and drops an `IpcMemory` only once no peer
             // process maps it any more (it forgets it otherwise).
@@ -292,7 +292,7 @@ const IPC_HANDLE: usize = 64;
 
 /// `cuIpcGetMemHandle`: the handle other processes map `address` (a `cuMemAlloc` allocation) with.
 fn ipc_export(context: &Context, address: u64) -> Result<[u8; IPC_HANDLE]> {
-    context.bind_to_thread()?;
+    let _current = context.push_current()?;
     let mut handle = sys::CUipcMemHandle { reserved: [0; IPC_HANDLE] };
     // SAFETY: writes one handle for a live allocation of this context.
     cuda("cuIpcGetMemHandle", unsafe { sys::cuIpcGetMemHandle(&mut handle, address) })?;
@@ -301,7 +301,7 @@ fn ipc_export(context: &Context, address: u64) -> Result<[u8; IPC_HANDLE]> {
 
 /// `cuIpcOpenMemHandle` with lazy peer access: maps another process's allocation here.
 fn ipc_open(context: &Context, bytes: &[u8]) -> Result<u64> {
-    context.bind_to_thread()?;
+    let _current = context.push_current()?;
     let mut handle = sys::CUipcMemHandle { reserved: [0; IPC_HANDLE] };
     for (to, from) in handle.reserved.iter_mut().zip(bytes) {
         *to = *from as _;
@@ -382,7 +382,7 @@ impl PeerRank {
     pub fn all_reduce(&mut self, stream: &Stream, input: DeviceView<'_, f32>, mut output: DeviceViewMut<'_, f32>) -> Result<()> {
         const OPERATION: &str = "PeerRank::all_reduce";
         if self.poisoned {
-            return Err(Error::Aborted { operation: OPERATION });
+            return Err(self.poisoned_error(OPERATION));
         }
         check_len(OPERATION, "output", input.len(), output.len())?;
         if input.len() > self.capacity {
@@ -457,20 +457,56 @@ impl PeerRank {
         Ok(())
     }
 
-    /// Reads the status word: fails with [`Error::Timeout`] (and refuses later calls) if a
-    /// kernel of this rank gave up waiting for a peer, or found the group ended by a rank that
-    /// did (see [`PeerRank::spin_limit`]): the outputs of the calls since are NaN, not sums.
-    /// Synchronises the context first.
+    /// Reads the status word: fails with [`Error::GroupPoisoned`] (and refuses later calls
+    /// with it) if a kernel of this rank gave up waiting for a peer, or found the group ended
+    /// by a rank that did (see [`PeerRank::spin_limit`]): the outputs of the calls since are
+    /// NaN, not sums. Synchronises the context first.
     pub fn check(&mut self) -> Result<()> {
         self.shared.contexts[self.slot].synchronize()?;
         let status = self.shared.status[self.slot].to_vec()?;
         if status[0] != 0 {
             self.poisoned = true;
-            return Err(Error::Timeout {
-                operation: "PeerRank::all_reduce (a rank gave up waiting for a peer that did not launch its side in time, which ends the group for every rank)",
-                after: std::time::Duration::ZERO,
-            });
+            return Err(self.poisoned_error("PeerRank::check"));
         }
         Ok(())
+    }
+
+    /// The error of a group that is over (G20R-1), for `operation`.
+    fn poisoned_error(&self, operation: &'static str) -> Error {
+        poisoned(operation, self.rank, self.spin_limit)
+    }
+}
+
+/// [`Error::GroupPoisoned`] for `rank`, whose kernels wait `spin_limit` polls (0: for ever).
+/// The status word says only that the group is over; a rank that waits for ever cannot have
+/// given up itself, so a peer did.
+fn poisoned(operation: &'static str, rank: usize, spin_limit: u32) -> Error {
+    let cause = if spin_limit == 0 {
+        "a peer's kernel gave up waiting (its spin_limit ran out) and ended the group"
+    } else {
+        "this rank's kernel gave up waiting for a peer (spin_limit ran out), or a peer's did, which ends the group"
+    };
+    Error::GroupPoisoned { operation, rank, cause }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G20R-1's poison used to be reported as `Error::Timeout` ("the communicator was aborted:
+    /// make a new one"), an NCCL communicator's words for a peer group that has none. It is its
+    /// own error, which says that the outputs are NaN and that a new group is needed, and it
+    /// tells a rank that waits for ever that a peer gave up.
+    #[test]
+    fn g20r1_poison_is_group_poisoned_and_says_what_to_do() {
+        for (spin_limit, who) in [(0, "a peer's kernel gave up"), (4096, "this rank's kernel gave up")] {
+            let error = poisoned("PeerRank::check", 1, spin_limit);
+            assert!(matches!(error, Error::GroupPoisoned { operation: "PeerRank::check", rank: 1, .. }), "{error:?}");
+            let text = error.to_string();
+            for needed in [who, "rank 1", "NaN", "PeerGroup::new", "every later call fails"] {
+                assert!(text.contains(needed), "`{needed}` missing from: {text}");
+            }
+            assert!(!text.contains("communicator was aborted"), "{text}");
+        }
     }
 }

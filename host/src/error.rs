@@ -268,6 +268,19 @@ pub enum Error {
         /// Why it is not handed out.
         reason: &'static str,
     },
+    /// [`Global::write`](crate::Global::write) of a `.global` variable the loader did not name
+    /// host-writable: the image cannot tell an immutable `static` (whose code may assume its
+    /// value) from a `static mut`, so only the loader's list opens one for writing (session 21,
+    /// the residual of audit 2026-11-28h G20R-5).
+    #[error(
+        "global `{name}` of module `{module}` is read-only to the host: the image does not say whether the device code may assume its value (rustc declares an immutable `static` and a `static mut` alike). If it is a `static mut`, an `UnsafeCell` static or a non-const `__device__` variable, name it when loading: `JitOptions::new().host_writable_globals([\"{name}\"])` (part of the load's safety contract); `.const` (`__constant__`) data needs no name"
+    )]
+    GlobalReadOnly {
+        /// The global.
+        name: String,
+        /// The module.
+        module: String,
+    },
     /// A module global has another size than the type it is accessed as.
     #[error(
         "global `{name}` of module `{module}` holds {bytes} bytes, but `{type_name}` has {type_bytes}: access it as a type of the same size (an array for an array)"

@@ -183,7 +183,7 @@ fn s17_a_launch_waiting_for_a_held_record_holds_no_module_gate() {
         return;
     }
     // SAFETY: `store_fill` as `STORE_FILL` describes it (one pointer).
-    let module = unsafe { Module::load_ptx(&context, "s17_fill", FILL_PTX, &JitOptions::new()) }.unwrap();
+    let module = unsafe { Module::load_ptx(&context, "s17_fill", FILL_PTX, &JitOptions::new().host_writable_globals(["FILL"])) }.unwrap();
     let fill = module.global::<u32>("FILL").unwrap();
     fill.write(&1).unwrap();
     let streams = [Stream::non_blocking(&context).unwrap(), Stream::non_blocking(&context).unwrap()];

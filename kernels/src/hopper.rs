@@ -226,7 +226,10 @@ pub(crate) fn attention_forward<T: Element>(
     let dims = [head_dim, seq_len, heads];
     let strides = [2 * head_dim, 2 * head_dim * seq_len];
     let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX, swizzle: TensorSwizzle::B128 };
-    context.bind_to_thread()?;
+    // The maps are encoded with the stream's context current; the caller's current context
+    // comes back when `_current` drops (session 21: a created context is not left current on
+    // the caller's thread, where another library's runtime would allocate in it, G20R-4).
+    let _current = context.push_current()?;
     let mut words = [[0u64; 16]; 3];
     for (word, input) in words.iter_mut().zip(&inputs) {
         // SAFETY: `input.ptr()` is 16-byte aligned (checked above) device memory of the stream's
@@ -620,7 +623,10 @@ pub(crate) fn attention_backward<T: Element>(
     );
     <T as Launchers>::attention_backward_prep(stream, prep_grid(rows), out, dout, lse, &mut lse2, &mut delta, head_dim, kernel_shape)?;
     let data_type = if T::F16 { TensorDataType::F16 } else { TensorDataType::Bf16 };
-    context.bind_to_thread()?;
+    // The maps are encoded with the stream's context current; the caller's current context
+    // comes back when `_current` drops (session 21: a created context is not left current on
+    // the caller's thread, where another library's runtime would allocate in it, G20R-4).
+    let _current = context.push_current()?;
     let mut words = [[0u64; 16]; 6];
     for (i, (word, input)) in words.iter_mut().zip(&inputs).enumerate() {
         let (heads, seq) = if i == 0 || i == 3 { (shape.heads_q, shape.seq_q) } else { (shape.heads_kv, shape.seq_kv) };

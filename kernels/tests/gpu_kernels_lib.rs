@@ -1308,3 +1308,42 @@ fn f12_4_allocating_forms_name_a_short_operand_before_allocating_even_inside_a_c
         }
     }
 }
+
+/// Session 21, G20R-4's class: the sm_90 attention paths encoded their tensor maps after
+/// `Context::bind_to_thread`, which left the stream's context current on the caller's thread (a
+/// created context then got other libraries' runtime allocations there). They push it for the
+/// encoding and pop it: with a created context's stream, the thread's current context (the
+/// primary one here) is current again after the forward and the backward. sm_90 only (other
+/// GPUs take paths that never bound a context themselves).
+#[test]
+fn g21_hopper_attention_leaves_the_threads_current_context_unchanged() {
+    let Some((primary, _)) = gpu("g21_hopper_attention_leaves_the_threads_current_context_unchanged") else { return };
+    if primary.device().arch().unwrap() != 90 {
+        eprintln!("not sm_90: no hopper attention here");
+        return;
+    }
+    let current = || {
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: writes one handle.
+        assert_eq!(unsafe { ferrocuda_host::sys::cuCtxGetCurrent(&mut raw) }, ferrocuda_host::sys::CUresult::CUDA_SUCCESS);
+        raw
+    };
+    primary.bind_to_thread().unwrap();
+    let before = current();
+    let created = Context::create(0, ferrocuda_host::SchedulePolicy::Auto).unwrap();
+    let stream = Stream::new(&created).unwrap();
+    let shape = Attention { batch: 1, heads_q: 2, heads_kv: 2, seq_q: 256, seq_kv: 256, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    assert!(attention::hopper_kernel::<bf16>(&shape, 90).is_some(), "{shape:?} takes no hopper kernel");
+    let (q, _) = input::<bf16>(shape.q_len(), 31, 1.0);
+    let (q_, k_, v_, do_) = (up(&created, &q), up(&created, &q), up(&created, &q), up(&created, &q));
+    let (mut out, mut lse) = (zeros::<bf16>(&created, shape.q_len()), zeros::<f32>(&created, shape.q_rows()));
+    assert_eq!(current(), before);
+    attention::attention_forward(&stream, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+    assert_eq!(current(), before, "the hopper forward left the stream's context current");
+    let (mut dq, mut dk, mut dv) = (zeros::<bf16>(&created, shape.q_len()), zeros::<bf16>(&created, shape.kv_len()), zeros::<bf16>(&created, shape.kv_len()));
+    let backward = attention::Backward { q: &q_, k: &k_, v: &v_, out: &out, dout: &do_, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv };
+    attention::attention_backward(&stream, backward, shape).unwrap();
+    assert_eq!(current(), before, "the hopper backward left the stream's context current");
+    stream.synchronize().unwrap();
+    assert!(widen(&out.to_vec().unwrap()).iter().all(|x| x.is_finite()));
+}

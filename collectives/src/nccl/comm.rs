@@ -171,7 +171,11 @@ impl Communicator {
     pub fn init_rank(context: &Context, world_size: usize, rank: usize, id: &UniqueId, config: &Config) -> Result<Self> {
         check_rank("Communicator::init_rank", rank, world_size)?;
         let nccl = ffi::nccl()?;
-        context.bind_to_thread()?;
+        // The rank's context is current for NCCL's calls (NCCL uses the runtime, which uses
+        // the thread's current context) and the caller's comes back when `_current` drops
+        // (session 21: a created context left current on the caller's thread gets the
+        // runtime allocations of other libraries, G20R-4's class).
+        let _current = context.push_current()?;
         let mut raw_config = RawConfig::new(false);
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one communicator handle; the config outlives the call.
@@ -198,10 +202,17 @@ impl Communicator {
         // SAFETY: no arguments; balanced by ncclGroupEnd below.
         ffi::check(nccl, "ncclGroupStart", unsafe { (nccl.ncclGroupStart)() }, std::ptr::null_mut())?;
         let mut first_error = None;
+        // Each rank's context current for its registration and through the group's end (the
+        // last one's, as NCCL's single-thread init expects), then the caller's again: popped
+        // innermost first below.
+        let mut current = Vec::with_capacity(world_size);
         for (rank, context) in contexts.iter().enumerate() {
-            if let Err(e) = context.bind_to_thread() {
-                first_error.get_or_insert(Error::from(e));
-                break;
+            match context.push_current() {
+                Ok(guard) => current.push(guard),
+                Err(e) => {
+                    first_error.get_or_insert(Error::from(e));
+                    break;
+                }
             }
             let mut raw_config = RawConfig::new(false);
             let mut raw = std::ptr::null_mut();
@@ -216,6 +227,7 @@ impl Communicator {
         }
         // SAFETY: ends the group started above.
         let end = unsafe { (nccl.ncclGroupEnd)() };
+        while current.pop().is_some() {}
         if end != IN_PROGRESS
             && let Err(e) = ffi::check(nccl, "ncclGroupEnd", end, std::ptr::null_mut())
         {
@@ -324,7 +336,7 @@ impl Communicator {
         if self.aborted.replace(true) || self.raw.is_null() {
             return;
         }
-        let _ = self.context.bind_to_thread();
+        let _current = self.context.push_current();
         // SAFETY: a live communicator, released here exactly once (Drop skips aborted ones).
         unsafe { (self.nccl.ncclCommAbort)(self.raw) };
     }
@@ -357,7 +369,8 @@ impl Communicator {
     /// Issues one NCCL call for `operation`, then completes a non-blocking one.
     fn issue(&self, operation: &'static str, call: impl FnOnce(&Nccl) -> ffi::NcclResult) -> Result<()> {
         self.usable(operation)?;
-        self.context.bind_to_thread()?;
+        // The caller's current context comes back when the call returns (see `init_rank`).
+        let _current = self.context.push_current()?;
         let code = call(self.nccl);
         let in_group = GROUP.with(|g| {
             let mut g = g.borrow_mut();
@@ -525,7 +538,7 @@ impl Drop for Communicator {
             Err(_) => {
                 // No thread: abort here (bounded by NCCL's abort), never wait for peers.
                 eprintln!("ferrocuda-collectives: no thread could be started to finalise an NCCL communicator; it is aborted");
-                let _ = self.context.bind_to_thread();
+                let _current = self.context.push_current();
                 // SAFETY: a live communicator, released here exactly once.
                 unsafe { (self.nccl.ncclCommAbort)(self.raw) };
                 DropOutcome::Aborted
@@ -563,14 +576,15 @@ impl SendComm {
 /// bound (or on an error) aborts it with a message instead. True when it was aborted.
 fn finalise_or_abort(nccl: &Nccl, raw: RawComm, context: &Context, bound: Duration, rank: usize, world_size: usize) -> bool {
     let abort = || {
-        let _ = context.bind_to_thread();
+        let _current = context.push_current();
         // SAFETY: a live communicator, released here exactly once.
         unsafe { (nccl.ncclCommAbort)(raw) };
         true
     };
-    if context.bind_to_thread().is_err() {
+    // The finaliser's own thread, but popped all the same: nothing of ferrocuda's stays current.
+    let Ok(current) = context.push_current() else {
         return abort();
-    }
+    };
     // SAFETY: a live communicator; finalising flushes its queued operations (non-blocking: it
     // returns in progress, and the wait below is bounded).
     let code = unsafe { (nccl.ncclCommFinalize)(raw) };
@@ -585,6 +599,7 @@ fn finalise_or_abort(nccl: &Nccl, raw: RawComm, context: &Context, bound: Durati
     }
     // SAFETY: finalised above; destroyed exactly once.
     unsafe { (nccl.ncclCommDestroy)(raw) };
+    drop(current);
     false
 }
 

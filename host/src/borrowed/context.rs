@@ -31,7 +31,8 @@ pub struct BorrowedContext<'a> {
 }
 
 impl<'a> BorrowedContext<'a> {
-    /// Borrows the context `raw` and makes it current on this thread.
+    /// Borrows the context `raw`. A primary context is made current on this thread (as
+    /// [`Context::primary`] does); another is not (see [`Context::from_raw`]).
     ///
     /// # Safety
     /// `raw` is a live CUDA context, and its owner neither destroys nor resets it (nor, for a
@@ -99,8 +100,11 @@ impl Context {
     /// A [`Context`] for the context `raw` another library owns, kept alive by `keep_alive`
     /// (for example an `Arc` of the owner's context object), which is dropped with the last
     /// ferrocuda handle that uses the context. A primary context is retained like
-    /// [`Context::primary`] (`keep_alive` is then dropped right away). Makes it current on
-    /// this thread.
+    /// [`Context::primary`] (`keep_alive` is then dropped right away, and the primary context
+    /// is made current, as [`Context::primary`] does). Another context is not made current:
+    /// ferrocuda's calls bind it for their own driver calls and make the context current
+    /// before them current again (the CUDA runtime of another library would allocate in it,
+    /// and its owner destroys it); [`Context::push_current`] makes it current for your own.
     ///
     /// # Safety
     /// `raw` is a live CUDA context that stays valid (not destroyed, not reset) while
@@ -128,9 +132,10 @@ unsafe fn adopt(raw: sys::CUcontext, keep_alive: Option<Arc<dyn Any + Send + Syn
             return Ok(primary);
         }
     }
-    let context = Context { inner: ContextInner::borrowed(raw, device, keep_alive)? };
-    context.bind_to_thread()?;
-    Ok(context)
+    // Not made current here (G20R-4's class, session 21): the owner's context stays off this
+    // thread unless it was on it; every ferrocuda call binds it for its own driver calls and
+    // pops it again (`Context::bind`).
+    Ok(Context { inner: ContextInner::borrowed(raw, device, keep_alive)? })
 }
 
 /// The device of context `raw` (made current for the query, then the previous one restored).

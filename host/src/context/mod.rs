@@ -242,20 +242,33 @@ impl Context {
     }
 
     /// Makes this context current on the calling thread for the life of the returned guard
-    /// (ferrocuda's own driver calls). A created context is made current only while the guard
-    /// lives, and the context current before comes back when it drops (G20R-4: the CUDA
-    /// runtime of another library allocates in the thread's current context); a primary or
-    /// borrowed context stays current (the runtime's own context, or its owner's), as before.
+    /// (ferrocuda's own driver calls). A created or borrowed context is made current only
+    /// while the guard lives, and the context current before comes back when it drops (G20R-4:
+    /// the CUDA runtime of another library allocates in the thread's current context, and a
+    /// created context dies with its last handle, a borrowed one with its owner); a primary
+    /// context stays current (the runtime's own context, which ferrocuda never destroys).
+    ///
+    /// The guard restores through the driver's own context stack (`cuCtxPushCurrent` here,
+    /// `cuCtxPopCurrent` at the drop), never by naming the previous context: that context
+    /// belongs to someone else, who may destroy it while the guard lives (another thread, or
+    /// an owner's keep-alive dropped inside the call), and a handle kept here would then be
+    /// dangling, or name a new context that reused its address. Left on the driver's stack,
+    /// it is the driver's to track: a destroyed context that comes back current answers
+    /// `CUDA_ERROR_CONTEXT_IS_DESTROYED` to its next use, as it would had ferrocuda never run
+    /// (the G21 residual of G20R-4, docs/host-safety.md).
     pub(crate) fn bind(&self) -> Result<Bound> {
         let mut current = std::ptr::null_mut();
         // SAFETY: writes one handle.
         unsafe { driver::context::get_current(&mut current) }?;
         let mut restore = None;
         if current != self.inner.raw {
-            // SAFETY: the context is alive (we hold it).
-            unsafe { driver::context::set_current(self.inner.raw) }?;
-            if matches!(self.inner.kind, ContextKind::Created(_)) {
-                restore = Some((self.inner.raw, current));
+            if self.inner.kind == ContextKind::Primary {
+                // SAFETY: the context is alive (we hold it).
+                unsafe { driver::context::set_current(self.inner.raw) }?;
+            } else {
+                // SAFETY: the context is alive (we hold it); popped by the guard's drop.
+                unsafe { driver::context::push_current(self.inner.raw) }?;
+                restore = Some(self.inner.raw);
             }
         }
         self.note_current();
@@ -573,35 +586,46 @@ impl Context {
     }
 }
 
-/// A context bound by [`Context::bind`] for ferrocuda's own driver calls: for a created
-/// context, dropping it makes the context current before the bind current again (G20R-4).
+/// A context bound by [`Context::bind`] for ferrocuda's own driver calls: for a created or
+/// borrowed context, dropping it pops the context off the thread's stack, so the context
+/// current before the bind is current again (G20R-4), whatever became of it meanwhile.
 #[must_use = "a created context is unbound again as soon as the guard drops"]
 pub(crate) struct Bound {
-    /// The created context bound, and the one current before it (null: none).
-    restore: Option<(sys::CUcontext, sys::CUcontext)>,
+    /// The context pushed by the bind, to pop at the drop (none: nothing was pushed).
+    restore: Option<sys::CUcontext>,
     /// The driver's current context is per thread: the guard must drop where it was made.
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Bound {
-    /// Leaves the context current ([`Context::bind_to_thread`]).
+    /// Leaves the context current ([`Context::bind_to_thread`]): it replaces, on the thread's
+    /// stack, the context that was current before (as `cuCtxSetCurrent` does).
     fn keep(mut self) {
-        self.restore = None;
+        let Some(pushed) = self.restore.take() else { return };
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops the entry the bind pushed (still on top: nothing ran in between), then
+        // makes the same context, alive (its handle is borrowed by the caller), current in
+        // place of the one below it.
+        if unsafe { driver::context::pop_current(&mut popped) }.is_ok() {
+            let _ = unsafe { driver::context::set_current(pushed) };
+        }
     }
 }
 
 impl Drop for Bound {
     fn drop(&mut self) {
-        let Some((bound, previous)) = self.restore.take() else { return };
+        let Some(pushed) = self.restore.take() else { return };
         let mut current = std::ptr::null_mut();
         // SAFETY: writes one handle.
         let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
-        // Only while the bound context is still the current one: code inside the guard that
-        // made another context current (a `CurrentGuard`, a nested bind kept) keeps it.
-        if known && current == bound {
-            // SAFETY: the context current before the bind (null unbinds: none was). The guard
-            // lives within one ferrocuda call, which does not destroy a context it did not bind.
-            let _ = unsafe { driver::context::set_current(previous) };
+        // Only while the pushed context is still on top: code inside the guard that made
+        // another context current in its place (`cuCtxSetCurrent`, a nested bind kept) keeps it.
+        if known && current == pushed {
+            let mut popped = std::ptr::null_mut();
+            // SAFETY: pops the entry the bind pushed on this thread (the guard is !Send); the
+            // driver makes the entry below it current, without ferrocuda naming that context
+            // (see `Context::bind`: it may have been destroyed meanwhile).
+            let _ = unsafe { driver::context::pop_current(&mut popped) };
         }
     }
 }
@@ -609,15 +633,15 @@ impl Drop for Bound {
 impl Drop for ContextInner {
     fn drop(&mut self) {
         let embedded = std::mem::take(self.embedded.get_mut().unwrap_or_else(|p| p.into_inner()));
-        // The thread's current context, made current again after the teardown binds this one
+        // The teardown binds this context through the driver's stack and pops it again (or the
+        // destroy does), so the context current before comes back without ferrocuda naming it
         // (G20R-4: a dying or leaked created context is not left current for the runtime of
-        // another library to allocate in). Not inside a host callback (no CUDA calls there).
-        let restore = RestoreCurrent::capture(self.raw);
+        // another library to allocate in; G21: the previous context may have been destroyed by
+        // its owner meanwhile, and a saved handle of it would be dangling).
         if teardown_leaks(still_hung(self)) {
             // P12: work reported as hung may still run; the synchronisation below would never
             // return. Leave the context (and its modules) to the process's exit.
             std::mem::forget(embedded);
-            restore_current(restore);
             eprintln!(
                 "ferrocuda: the last handle of a context was dropped after `Stream::synchronize_timeout` reported work in it still \
                  running; the context is left to the end of the process instead of waiting for that work (call \
@@ -641,46 +665,38 @@ impl Drop for ContextInner {
             // teardown waits for no lock of ferrocuda's (the GPU only, as `Stream::synchronize`
             // there), and a context borrowed for a lifetime (`BorrowedContext`) may be destroyed
             // by its owner as soon as this drop returns (G16S-5). The thread's current context
-            // (the door's, alive: its stream holds it) is restored for the rest of the work.
+            // (the door's) is current again for the rest of the work (the teardown pops).
             teardown.into_inner().run();
-            restore_current(restore);
         } else {
             teardown.into_inner().run();
-            restore_current(restore);
         }
     }
 }
 
-/// The context current on the thread before a context's teardown bound the dying one, to
-/// make current again after it (none inside a host callback, where no CUDA call is made).
-struct RestoreCurrent {
-    previous: sys::CUcontext,
-}
-
-impl RestoreCurrent {
-    fn capture(dying: sys::CUcontext) -> Option<Self> {
-        if in_host_callback() {
-            return None;
-        }
-        let mut previous = std::ptr::null_mut();
-        // SAFETY: writes one handle.
-        unsafe { driver::context::get_current(&mut previous) }.ok()?;
-        (!previous.is_null() && previous != dying).then_some(RestoreCurrent { previous })
-    }
-}
-
-/// Makes the captured context current again if the teardown changed the current one.
-fn restore_current(saved: Option<RestoreCurrent>) {
-    let Some(RestoreCurrent { previous }) = saved else { return };
+/// Makes the dying context `raw` current on this thread for its teardown: pushed onto the
+/// driver's context stack unless it is current already. True when pushed (then popped by
+/// [`unbind_after_teardown`], or by `cuCtxDestroy`, which pops a context current on the
+/// calling thread), so the context current before comes back without ferrocuda keeping its
+/// handle (see [`Context::bind`]). `None` when it could not be made current.
+fn bind_for_teardown(raw: sys::CUcontext) -> Option<bool> {
     let mut current = std::ptr::null_mut();
     // SAFETY: writes one handle.
-    let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
-    if !known || current != previous {
-        // SAFETY: the context that was current when the last handle of the dying one dropped:
-        // another than the one destroyed here, current on this thread, so alive (a context is
-        // not destroyed while current on a thread by its owner's contract, and ferrocuda's own
-        // are held by the handles of the code that bound them).
-        let _ = unsafe { driver::context::set_current(previous) };
+    unsafe { driver::context::get_current(&mut current) }.ok()?;
+    if current == raw {
+        return Some(false);
+    }
+    // SAFETY: the context is alive until its teardown ends.
+    unsafe { driver::context::push_current(raw) }.ok()?;
+    Some(true)
+}
+
+/// Pops what [`bind_for_teardown`] pushed.
+fn unbind_after_teardown(pushed: Option<bool>) {
+    if pushed == Some(true) {
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops this thread's entry pushed by `bind_for_teardown` (still on top: the
+        // teardown pushes and sets nothing else).
+        let _ = unsafe { driver::context::pop_current(&mut popped) };
     }
 }
 
@@ -697,8 +713,8 @@ fn still_hung(inner: &mut ContextInner) -> bool {
         return false;
     }
     let markers = std::mem::take(inner.hung.get_mut().unwrap_or_else(|p| p.into_inner()));
-    // SAFETY: the context is alive until this drop ends.
-    if unsafe { driver::context::set_current(inner.raw) }.is_err() {
+    let pushed = bind_for_teardown(inner.raw);
+    if pushed.is_none() {
         return true;
     }
     let mut hung = false;
@@ -716,6 +732,7 @@ fn still_hung(inner: &mut ContextInner) -> bool {
             }
         }
     }
+    unbind_after_teardown(pushed);
     hung
 }
 
@@ -732,21 +749,26 @@ struct Teardown {
 impl Teardown {
     fn run(mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
-        // SAFETY: the context is still retained (or not yet destroyed) here.
-        let _ = unsafe { driver::context::set_current(self.raw) };
+        let pushed = bind_for_teardown(self.raw);
         // Kernels of the embedded modules may still run (their stream and last handles may be
         // gone, with only scalar or raw-pointer arguments): wait before unloading the code (S1).
         // SAFETY: no arguments; the context is current (set above).
         let _ = unsafe { driver::context::synchronize() };
         self.embedded.clear();
         match self.kind {
-            // SAFETY: balances the retain in `Context::primary`.
-            ContextKind::Primary => unsafe { driver::context::primary_release(self.device.raw()) },
-            // SAFETY: created in `Context::create`, destroyed once; this also unbinds it from
-            // the calling thread.
+            ContextKind::Primary => {
+                unbind_after_teardown(pushed);
+                // SAFETY: balances the retain in `Context::primary`.
+                unsafe { driver::context::primary_release(self.device.raw()) }
+            }
+            // SAFETY: created in `Context::create`, destroyed once; being current on this
+            // thread (bound above), it is also popped, and the context below it is current again.
             ContextKind::Created(_) => unsafe { driver::context::destroy(self.raw) },
             // Its owner destroys it (after `keep_alive`, dropped with this, lets it).
-            ContextKind::Borrowed => Ok(()),
+            ContextKind::Borrowed => {
+                unbind_after_teardown(pushed);
+                Ok(())
+            }
         }
         .ok();
         drop(self.keep_alive.take());

@@ -19,6 +19,9 @@ use crate::stream::Stream;
 pub struct Global<'m, T> {
     pub(crate) address: sys::CUdeviceptr,
     pub(crate) module: &'m Module,
+    /// `.const` data, or a `.global` the loader named host-writable (see [`Module::global`]).
+    pub(crate) writable: bool,
+    pub(crate) name: Box<str>,
     pub(crate) _value: PhantomData<T>,
 }
 
@@ -45,7 +48,15 @@ impl<T: Pod> Global<'_, T> {
 
     /// Sets the value: after the module's kernels queued before (on any stream) have run, so
     /// none of them sees the new value, and before those queued after, which all see it (S1).
+    ///
+    /// # Errors
+    /// [`Error::GlobalReadOnly`] for a `.global` the loader did not name in
+    /// [`JitOptions::host_writable_globals`](crate::JitOptions::host_writable_globals): it may
+    /// be an immutable `static`, whose code assumed its value (see [`Module::global`]).
     pub fn write(&self, value: &T) -> Result<()> {
+        if !self.writable {
+            return Err(Error::GlobalReadOnly { name: self.name.to_string(), module: self.module.name().to_string() });
+        }
         let address = self.address;
         let legacy = Stream::default_of(self.module.context());
         self.module.with_globals(Access::Write, "Global::write", |globals| {
@@ -55,6 +66,11 @@ impl<T: Pod> Global<'_, T> {
                 Ok::<_, Error>(unsafe { driver::memory::memcpy_htod(address, (value as *const T).cast(), std::mem::size_of::<T>()) }?)
             })
         })
+    }
+
+    /// Whether [`Global::write`] may change it (`.const` data, or a `.global` the loader named).
+    pub fn is_writable(&self) -> bool {
+        self.writable
     }
 
     /// The device address.

@@ -21,6 +21,8 @@ pub struct JitOptions {
     pub(crate) fallback: Option<JitFallback>,
     pub(crate) line_info: bool,
     pub(crate) verbose: bool,
+    /// The `.global` data the loader states the host may write ([`JitOptions::host_writable_globals`]).
+    pub(crate) host_writable: Vec<String>,
 }
 
 impl JitOptions {
@@ -69,6 +71,25 @@ impl JitOptions {
     #[must_use]
     pub fn verbose(mut self, on: bool) -> Self {
         self.verbose = on;
+        self
+    }
+
+    /// Names the `.global` variables of the image that the device code lets the host change
+    /// ([`Global::write`](crate::Global::write)); every other `.global` is read-only to the host.
+    ///
+    /// Why the loader says it: an image does not. rustc writes an immutable
+    /// `#[unsafe(no_mangle)] static` and a `static mut` as the same `.visible .global`
+    /// declaration (measured, rustc 1.95, sm_90), while the code of the first was compiled
+    /// assuming its value never changes (folded into the code, or bounds checks dropped from a
+    /// constant table's known entries), so a host write of it would reach some uses and not
+    /// others (session 21, the residual of audit 2026-11-28h G20R-5). Name only a `static mut`,
+    /// a `static` of an `UnsafeCell` type, or a CUDA C++ `__device__` variable that is not
+    /// `const`: the unsafe load call's contract covers this list. `.const` data (`__constant__`,
+    /// `.visible .const` in PTX) is writable without being named: its state space exists for the
+    /// host to write, and rustc never puts a `static` there.
+    #[must_use]
+    pub fn host_writable_globals<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        self.host_writable.extend(names.into_iter().map(Into::into));
         self
     }
 

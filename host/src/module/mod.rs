@@ -79,7 +79,10 @@ impl Module {
     /// `unsafe` launchers, whose contract then states what the kernel touches (audit
     /// 2026-11-28c, G15-4: a foreign kernel with a slice stub's parameter list that writes its
     /// input keeps the letter of "has that launcher's signature", and its safe launches would
-    /// race with every reader of that input).
+    /// race with every reader of that input). Every `.global` named in
+    /// [`JitOptions::host_writable_globals`] is one the device code lets the host change (a
+    /// `static mut`, a `static` of an `UnsafeCell` type, a non-const `__device__` variable):
+    /// its code does not assume its value (session 21).
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
@@ -97,7 +100,8 @@ impl Module {
     /// crash the process inside the driver (U6), and nothing short of the driver itself could
     /// check them. The image must be a well-formed cubin or fatbin (e.g. made by `ptxas` or
     /// `nvcc`, not altered since), and its kernels must have the signatures their typed
-    /// launchers say, as for [`Module::load_ptx`].
+    /// launchers say, and the globals named host-writable in `options` be so, as for
+    /// [`Module::load_ptx`].
     pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
         let _bound = context.bind()?;
@@ -242,18 +246,23 @@ impl Module {
     /// [`Error::GlobalNotFound`]; [`Error::GlobalSizeMismatch`].
     ///
     /// Device code declares such a global with external linkage and interior mutability:
-    /// `#[unsafe(no_mangle)] static mut NAME: T = ..;` (an immutable `static` may have been
-    /// folded into the code by the compiler, so writing it would not reach every use).
+    /// `#[unsafe(no_mangle)] static mut NAME: T = ..;`. The handle reads any visible global;
+    /// [`Global::write`] changes only `.const` data and the `.global`s the loader named with
+    /// [`JitOptions::host_writable_globals`](crate::JitOptions::host_writable_globals), and
+    /// refuses the others with [`Error::GlobalReadOnly`]: an immutable `static` is declared in
+    /// PTX and cubins exactly as a `static mut`, and its code may assume its value (folded
+    /// into the code, or a table's known entries used to drop bounds checks), so only the
+    /// loader, who knows the source, can say which is which (session 21, G20R-5's residual).
     pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
         if symbols::is_reserved(name) {
             return Err(Error::ReservedGlobal { name: name.into(), module: self.inner.name.clone() });
         }
-        match self.raw().symbols.host_accessible(name) {
-            symbols::HostAccess::Visible => {}
+        let writable = match self.raw().symbols.host_accessible(name) {
+            symbols::HostAccess::Visible { writable } => writable,
             symbols::HostAccess::Refused(reason) => return Err(Error::ModuleInternalGlobal { name: name.into(), module: self.inner.name.clone(), reason }),
             // Not asked for: a failed lookup is an error in compute-sanitizer's report.
             symbols::HostAccess::Absent => return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() }),
-        }
+        };
         let _bound = self.inner.context.bind()?;
         let symbol = CString::new(name).map_err(|_| Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() })?;
         if !self.raw().symbols.may_hold(name) {
@@ -277,7 +286,7 @@ impl Module {
                 type_bytes: std::mem::size_of::<T>(),
             });
         }
-        Ok(Global { address, module: self, _value: PhantomData })
+        Ok(Global { address, module: self, writable, name: name.into(), _value: PhantomData })
     }
 
     /// Unloads the module now, reporting errors, once queued work in its context finished. If

@@ -82,7 +82,9 @@ impl RawModule {
         if let Err(source) = loaded {
             return Err(Error::ModuleLoad { module: name.to_string(), source, log: nul_terminated_text(&error_log) });
         }
-        let module = RawModule { raw, symbols: ImageSymbols::scan(image, is_ptx) };
+        let mut symbols = ImageSymbols::scan(image, is_ptx);
+        symbols.host_writable = options.host_writable.iter().map(|name| name.as_str().into()).collect();
+        let module = RawModule { raw, symbols };
         // (On failure `module` is dropped, which unloads it.)
         crate::panic_report::install(module.raw, &module.symbols)?;
         Ok((module, nul_terminated_text(&info_log)))

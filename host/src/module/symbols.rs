@@ -46,7 +46,18 @@ pub(crate) struct ImageSymbols {
     /// `.visible`/`.weak`/`.common` `.global`/`.const` variables; a cubin's `OBJECT` symbols of
     /// global or weak binding): the visible ones are the only globals `Module::global` hands
     /// out (audit 2026-11-28h G20R-5). `None`: the image's declarations cannot be read (a fatbin).
-    data: Option<HashMap<Box<str>, bool>>,
+    data: Option<HashMap<Box<str>, Data>>,
+    /// The `.global` data the loader named host-writable (`JitOptions::host_writable_globals`).
+    pub(crate) host_writable: Vec<Box<str>>,
+}
+
+/// What an image says of one variable it defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Data {
+    /// Visible outside its module (external linkage).
+    visible: bool,
+    /// In the constant state space (`.const`, a cubin's `.nv.constant*` sections).
+    constant_space: bool,
 }
 
 impl ImageSymbols {
@@ -77,7 +88,7 @@ impl ImageSymbols {
         } else {
             (HashMap::new(), elf_data(image))
         };
-        ImageSymbols { names: Some(names), entries, data }
+        ImageSymbols { names: Some(names), entries, data, host_writable: Vec::new() }
     }
 
     /// Whether `name` is data the image declares visible outside its module, the only kind
@@ -86,8 +97,10 @@ impl ImageSymbols {
     /// `.global`s the kernels' code was compiled trusting never to change) is not.
     pub(crate) fn host_accessible(&self, name: &str) -> HostAccess {
         match self.data.as_ref().map(|data| data.get(name)) {
-            Some(Some(true)) => HostAccess::Visible,
-            Some(Some(false)) => HostAccess::Refused(
+            Some(Some(Data { visible: true, constant_space })) => {
+                HostAccess::Visible { writable: *constant_space || self.host_writable.iter().any(|n| &**n == name) }
+            }
+            Some(Some(Data { visible: false, .. })) => HostAccess::Refused(
                 "it is module-internal data of the image (no `.visible`: the compiler's own constants, panic locations, tables and vtables are such data, and the kernels' code trusts them never to change)",
             ),
             Some(None) => HostAccess::Absent,
@@ -139,8 +152,12 @@ fn ptx_entries(code: &str) -> HashMap<Box<str>, usize> {
 /// What [`ImageSymbols::host_accessible`] says of a name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HostAccess {
-    /// Data the image declares visible outside its module: may be handed out.
-    Visible,
+    /// Data the image declares visible outside its module: may be handed out; writable by the
+    /// host only when it is `.const` data or the loader named it (`JitOptions::host_writable_globals`).
+    Visible {
+        /// Whether [`Global::write`](crate::Global::write) may change it.
+        writable: bool,
+    },
     /// Not handed out, for the reason given.
     Refused(&'static str),
     /// The image (read) defines no data of that name.
@@ -150,7 +167,7 @@ pub(crate) enum HostAccess {
 /// The variables PTX text (comments left out) defines in `.global` or `.const` space, each with
 /// whether it has external linkage: a statement that starts with `.visible`, `.weak` or `.common`
 /// (module-internal data has no linkage directive; `.extern` data is defined elsewhere, not here).
-fn ptx_data(code: &str) -> HashMap<Box<str>, bool> {
+fn ptx_data(code: &str) -> HashMap<Box<str>, Data> {
     let mut data = HashMap::new();
     // Lines too: `.version` and `.target` end without a `;`.
     for statement in code.split([';', '{', '}', '\n']) {
@@ -159,9 +176,11 @@ fn ptx_data(code: &str) -> HashMap<Box<str>, bool> {
         if visible {
             words.next();
         }
-        if !matches!(words.next(), Some(".global" | ".const")) {
-            continue;
-        }
+        let constant_space = match words.next() {
+            Some(".global") => false,
+            Some(".const") => true,
+            _ => continue,
+        };
         // `.align N`, the type and vector modifiers, then the name (with `[n]`, `=` after it).
         let mut after_align = false;
         for word in words {
@@ -177,7 +196,7 @@ fn ptx_data(code: &str) -> HashMap<Box<str>, bool> {
             }
             let name: String = word.chars().take_while(|&c| is_identifier_char(c) || c == '%').collect();
             if !name.is_empty() {
-                data.insert(name.into(), visible);
+                data.insert(name.into(), Data { visible, constant_space });
             }
             break;
         }
@@ -189,7 +208,7 @@ fn ptx_data(code: &str) -> HashMap<Box<str>, bool> {
 /// or weak, read from its `.symtab` (module-internal data is `STB_LOCAL`). `None` when the
 /// image is not one whose symbol table can be read; every read is bounds-checked (a malformed
 /// image gives `None` or fewer names, never a panic).
-fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, bool>> {
+fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, Data>> {
     let u16_at = |at: usize| image.get(at..at.checked_add(2)?).map(|b| u16::from_le_bytes([b[0], b[1]]) as usize);
     let u32_at = |at: usize| image.get(at..at.checked_add(4)?).map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")) as usize);
     let u64_at = |at: usize| image.get(at..at.checked_add(8)?).and_then(|b| usize::try_from(u64::from_le_bytes(b.try_into().expect("8 bytes"))).ok());
@@ -203,6 +222,15 @@ fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, bool>> {
     // Section header fields: sh_type at 4, sh_offset at 0x18, sh_size at 0x20, sh_link at 0x28,
     // sh_entsize at 0x38.
     let section = |index: usize| section_table.checked_add(index.checked_mul(entry_size)?);
+    // Section names (e_shstrndx at 0x3E, sh_name at 0): constant-space data lives in
+    // `.nv.constant*` sections.
+    let names_header = section(u16_at(0x3E)?)?;
+    let (names, names_size) = (u64_at(names_header + 0x18)?, u64_at(names_header + 0x20)?);
+    let names = image.get(names..names.checked_add(names_size)?)?;
+    let constant_section = |index: usize| -> Option<bool> {
+        let name = names.get(u32_at(section(index)?)?..)?;
+        Some(name.starts_with(b".nv.constant"))
+    };
     let mut data = HashMap::new();
     for index in 0..count {
         let header = section(index)?;
@@ -219,7 +247,8 @@ fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, bool>> {
         }
         for symbol in (0..size / symbol_size).map(|n| symbols + n * symbol_size) {
             // Elf64_Sym: st_name (u32), st_info (u8: binding << 4 | type).
-            let (name, info) = (u32_at(symbol)?, *image.get(symbol + 4)?);
+            // st_shndx (u16) at 6.
+            let (name, info, index) = (u32_at(symbol)?, *image.get(symbol + 4)?, u16_at(symbol + 6)?);
             const STT_OBJECT: u8 = 1;
             const STB_GLOBAL: u8 = 1;
             const STB_WEAK: u8 = 2;
@@ -229,9 +258,12 @@ fn elf_data(image: &[u8]) -> Option<HashMap<Box<str>, bool>> {
             let name = strings.get(name..)?;
             let name = &name[..name.iter().position(|b| *b == 0)?];
             let visible = matches!(info >> 4, STB_GLOBAL | STB_WEAK);
-            // A name defined twice (cannot happen in one image) stays visible only if both are.
-            let entry = data.entry(String::from_utf8_lossy(name).into()).or_insert(visible);
-            *entry &= visible;
+            let constant_space = constant_section(index).unwrap_or(false);
+            // A name defined twice (cannot happen in one image) stays visible (and constant)
+            // only if both are.
+            let entry = data.entry(String::from_utf8_lossy(name).into()).or_insert(Data { visible, constant_space });
+            entry.visible &= visible;
+            entry.constant_space &= constant_space;
         }
     }
     Some(data)
@@ -297,7 +329,7 @@ mod tests {
             .visible .entry k(.param .u64 k_param_0) { .reg .b64 %rd<2>; ld.global.u64 %rd1, [FILL]; ret; }\n";
         let symbols = ImageSymbols::scan(ptx.as_bytes(), true);
         for visible in ["FILL", "TABLE", "weak_one", "__ferrocuda_panic_slot"] {
-            assert_eq!(symbols.host_accessible(visible), HostAccess::Visible, "{visible}");
+            assert!(matches!(symbols.host_accessible(visible), HostAccess::Visible { .. }), "{visible}");
         }
         for internal in ["anon_$_47_$_0", "anon_$_7b_$_12", "internal_table"] {
             assert!(matches!(symbols.host_accessible(internal), HostAccess::Refused(r) if r.contains("module-internal")), "{internal}");
@@ -305,6 +337,35 @@ mod tests {
         for absent in ["IN_A_COMMENT", "IN_A_BLOCK", "defined_elsewhere", "k", "NOPE", "%rd1"] {
             assert_eq!(symbols.host_accessible(absent), HostAccess::Absent, "{absent}");
         }
+    }
+
+    /// Session 21 (G20R-5's residual): rustc declares an immutable `#[unsafe(no_mangle)]
+    /// static` exactly as a `static mut` (`.visible .global`), though the kernels' code assumed
+    /// its value (folded it, or dropped bounds checks from a table's known entries), so a
+    /// visible `.global` is read-only to the host unless the loader names it
+    /// (`JitOptions::host_writable_globals`, under the load's contract); `.const` data (the
+    /// state space the host writes, `__constant__`) is writable without a name.
+    #[test]
+    fn g21_immutable_statics_are_read_only_unless_the_loader_names_them() {
+        // What rustc 1.95 writes for `static IMM: u32 = 5;` and `static mut MUTV: u32 = 6;`
+        // (both `#[unsafe(no_mangle)] pub`), sm_90: one declaration form for both.
+        let ptx = ".version 8.7\n.target sm_90\n.address_size 64\n\
+            .visible .global .align 4 .b8 IMM[4] = {5};\n\
+            .visible .global .align 4 .b8 MUTV[4] = {6};\n\
+            .visible .const .align 64 .b8 MAP[128];\n\
+            .visible .entry k(.param .u64 k_param_0) { ret; }\n";
+        let mut symbols = ImageSymbols::scan(ptx.as_bytes(), true);
+        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false });
+        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: false }, "the image cannot tell it from IMM");
+        assert_eq!(symbols.host_accessible("MAP"), HostAccess::Visible { writable: true }, "`.const` data is the host's to write");
+        symbols.host_writable = vec!["MUTV".into()];
+        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: true });
+        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false });
+        // A name the loader lists is still refused if the image keeps it module-internal.
+        let internal = ".global .align 4 .b8 anon_$_1_$_0[4] = {5};\n";
+        let mut symbols = ImageSymbols::scan(internal.as_bytes(), true);
+        symbols.host_writable = vec!["anon_$_1_$_0".into()];
+        assert!(matches!(symbols.host_accessible("anon_$_1_$_0"), HostAccess::Refused(_)));
     }
 
     /// A 64-bit little-endian ELF with a `.symtab` of the given `(name, st_info)` symbols and
@@ -358,8 +419,8 @@ mod tests {
         let image = elf_with_symbols(&[("anon_$_7b_$_12", LOCAL_OBJECT), ("FILL", GLOBAL_OBJECT), ("weak_one", WEAK_OBJECT), ("square_checked", GLOBAL_FUNC)]);
         assert_eq!(crate::module::image::check_binary_image(&image), Ok(()));
         let symbols = ImageSymbols::scan(&image, false);
-        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible);
-        assert_eq!(symbols.host_accessible("weak_one"), HostAccess::Visible);
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false });
+        assert_eq!(symbols.host_accessible("weak_one"), HostAccess::Visible { writable: false });
         assert!(matches!(symbols.host_accessible("anon_$_7b_$_12"), HostAccess::Refused(_)));
         assert_eq!(symbols.host_accessible("square_checked"), HostAccess::Absent);
         assert_eq!(symbols.host_accessible("NOPE"), HostAccess::Absent);

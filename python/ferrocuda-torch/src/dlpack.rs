@@ -384,21 +384,23 @@ fn refuse_capture(ordinal: usize, stream: usize) -> PyResult<()> {
         return Ok(());
     }
     let context = crate::glue::context(ordinal)?;
+    let current = context.push_current().map_err(crate::glue::gpu_error)?;
     let mut owner = std::ptr::null_mut();
     // SAFETY: torch's current stream of the device (from torch's checked C accessor, G21R-2), a
     // live stream; the call writes one context handle.
     unsafe { ferrocuda_host::driver::stream::get_ctx(stream as ferrocuda_host::sys::CUstream, &mut owner) }.map_err(crate::glue::gpu_error)?;
     if owner != context.raw() {
         return Err(PyRuntimeError::new_err(format!(
-            "torch's current stream {stream:#x} of cuda:{ordinal} belongs to another context than the device's primary one: ferrocuda_torch runs              on torch's streams of the primary context only"
+            "torch's current stream {stream:#x} of cuda:{ordinal} belongs to another context than the device's primary one: ferrocuda_torch runs \
+             on torch's streams of the primary context only"
         )));
     }
     let mut status = ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
-    // SAFETY: torch's current stream of the device, a live stream of its primary context (bound
-    // to this thread by `context`, checked just now); the call writes one enum value and queues
-    // nothing.
+    // SAFETY: torch's current stream of the device, a live stream of its primary context (pushed
+    // on this thread above, its owner checked just now); the call writes one enum value and
+    // queues nothing.
     unsafe { ferrocuda_host::driver::stream::is_capturing(stream as ferrocuda_host::sys::CUstream, &mut status) }.map_err(crate::glue::gpu_error)?;
-    drop(context);
+    drop((current, context));
     if status != ferrocuda_host::sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE {
         return Err(PyRuntimeError::new_err(
             "ferrocuda_torch.dlpack: torch's current stream is being captured into a CUDA graph: the DLPack functions cannot keep an array's \

@@ -18,8 +18,45 @@
 //! (`native.rs`: torch's C methods with `__torch_function__` and the Python dispatch keys
 //! off), and a call whose tensors changed meanwhile is refused (audit 2026-11-28h, G20R-3; the
 //! same read catches a subclass that reports a storage that is not its own). From there to the
-//! launch no Python code runs, and the GIL, held for the call (`Python<'py>`), keeps other
-//! threads' Python code out (do not release it, nor run Python code, while a `Call` lives).
+//! launch no Python code runs (see "Why the memory is there" below for what that rests on).
+//!
+//! **Why the memory is there** (session 21: the argument used to end "the GIL keeps other
+//! threads' Python code out", which is not enough: torch's bindings release the GIL inside its
+//! ops, so another thread's `x.resize_()` runs in C++ while this thread holds the GIL). A slice
+//! lent by a `Call` is sound when (a) the address, size and layout it uses are the tensor's
+//! when the work is queued, (b) the memory stays allocated, and unused by anything else, until
+//! the work has run on the GPU, and (c) torch's own accesses to it are ordered with the work.
+//! - (a) On this thread: the values are read last by [`verify`] inside torch's C methods with
+//!   `__torch_function__` and the Python dispatch keys off ([`crate::native::NoHooks`]); from
+//!   there to the queuing nothing calls Python (no callback, property or hook). On other
+//!   threads: while this thread holds the GIL no Python code runs there, but torch code that a
+//!   thread entered earlier may (torch's bindings release the GIL around an op). Such code
+//!   changing one of this call's tensors (`resize_`, `set_`) while this thread reads it is a
+//!   data race on the tensor's fields inside torch, the same race a torch op of this thread in
+//!   place of ours would have (`x.mul(2)` reads the fields this call reads): the program has
+//!   undefined behaviour by torch's rules (a tensor is not changed by one thread while another
+//!   uses it) before anything of ferrocuda's runs. ferrocuda cannot order another thread's C++
+//!   code, and it adds no race that torch's own op in its place would not have. The GIL is
+//!   what keeps other threads' *Python* code (a `del`, a `resize_()` called from Python, which
+//!   is not a race inside torch) from starting between the last read and the launch: **an op
+//!   must launch with the GIL held**. A `Call` is `!Sync`, so a closure given to
+//!   `Python::detach` cannot use the `Call` itself, but the slices it lends are `Send`: an op
+//!   that moved them into `detach` and launched there would let another thread free the memory
+//!   first (a residual of session 21, not yet enforced by the types: see the report).
+//! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor it
+//!   did not allocate itself is recorded on the launch stream (`record_stream`, in the hooks-off
+//!   section, before the last read): torch's caching allocator, when the memory is freed (a
+//!   `del`, a `resize_` after the call), reuses it only after the work queued on that stream by
+//!   then, which includes this call's (queued before the call returns and lets the tensors go).
+//!   Outputs the op allocated come from the launch stream itself, in its order.
+//! - (c) Torch writes a tensor through work on the stream current at the time; work of torch
+//!   on another stream that touches this call's tensors concurrently is a race torch's own ops
+//!   would have too (torch leaves cross-stream ordering to the program, `record_stream`,
+//!   `wait_stream`), i.e. the same contract as a torch op queued on the current stream.
+//! - The thread's current CUDA context is the caller's again when the `Call` ends: it pushes
+//!   the device's primary context for the call and pops it at its end (session 21: a call on
+//!   cuda:1 from a thread whose torch device is cuda:0 left cuda:1's context current, which is
+//!   `torch.cuda.current_device()` for torch afterwards).
 //!
 //! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
@@ -38,7 +75,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use bytemuck::Pod;
-use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, Stream};
+use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, CurrentGuard, Stream};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -282,16 +319,45 @@ pub(crate) fn host_only_zeros() -> bool {
 
 /// The primary context of device `ordinal` (PyTorch's), kept for the life of the process:
 /// kernels loaded into it stay loaded, which graphs captured by torch rely on.
+///
+/// It does not make the context current on the thread (session 21): ferrocuda's calls bind it
+/// for their own driver calls, and [`Call`] keeps it current for a call and then makes the
+/// caller's context current again; hold [`Context::push_current`] around raw driver calls of
+/// your own. (torch takes the thread's current context for its current device: a context of
+/// another device left current would move `torch.cuda.current_device()`.)
 pub fn context(ordinal: usize) -> PyResult<Context> {
     static CONTEXTS: Mutex<Vec<Context>> = Mutex::new(Vec::new());
     let mut contexts = CONTEXTS.lock().unwrap_or_else(|p| p.into_inner());
     if let Some(context) = contexts.iter().find(|c| c.device().ordinal() == ordinal) {
-        context.bind_to_thread().map_err(gpu_error)?;
         return Ok(context.clone());
     }
-    let context = Context::primary(ordinal).map_err(gpu_error)?;
+    let context = primary_keeping_current(ordinal)?;
     contexts.push(context.clone());
     Ok(context)
+}
+
+/// [`Context::primary`] (which makes the primary context current in place of the thread's
+/// current one) with the thread's current context current again afterwards, restored through
+/// the driver's context stack: the current context is pushed once more first (named only while
+/// it is current here, with no other code run in between), `primary` replaces that copy, and
+/// the pop brings the original entry back, whatever its owner did to it meanwhile (see
+/// `Context::bind` in the host crate). With no context current, the pop leaves none.
+fn primary_keeping_current(ordinal: usize) -> PyResult<Context> {
+    use ferrocuda_host::driver::context as ctx;
+    let mut before = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    unsafe { ctx::get_current(&mut before) }.map_err(gpu_error)?;
+    if !before.is_null() {
+        // SAFETY: the thread's current context, alive (current here), pushed once more; popped
+        // below.
+        unsafe { ctx::push_current(before) }.map_err(gpu_error)?;
+    }
+    let context = Context::primary(ordinal);
+    let mut popped = std::ptr::null_mut();
+    // SAFETY: pops the entry pushed above (or, with none current before, the one `primary`
+    // set on the empty stack); `primary` pushes nothing (it sets the top entry).
+    let _ = unsafe { ctx::pop_current(&mut popped) };
+    context.map_err(gpu_error)
 }
 
 /// A ferrocuda error as a Python `RuntimeError`.
@@ -411,11 +477,15 @@ pub(crate) fn verify(
 pub struct Call {
     op: String,
     tensors: Vec<TensorInfo>,
+    taken: RefCell<Vec<bool>>,
+    stream: Stream,
+    /// The device's primary context, pushed for the call and popped when it ends (after the
+    /// stream, before the tensors, whose release may run Python code): the thread's current
+    /// context is the caller's again (see the [module docs](self)).
+    _current: CurrentGuard,
     /// The tensors themselves, so that their storage outlives every slice lent from `self`
     /// even if the caller lets go of its references.
     _keep: Vec<Py<PyAny>>,
-    taken: RefCell<Vec<bool>>,
-    stream: Stream,
     /// The garbage collector paused from the final read (`verify`) to the end of the call
     /// (its finalizers are Python code: [`crate::native::GcPaused`]).
     _gc: crate::native::GcPaused,
@@ -461,10 +531,11 @@ impl Call {
         // op) and kernels of `context`, which stays loaded for the life of the process
         // (`context` above); nothing here allocates ferrocuda memory (the library's
         // allocations are refused during a capture, AllocationInCapture).
+        let current = context.push_current().map_err(gpu_error)?;
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        Ok(Call { op: op.to_string(), tensors, _keep: keep, taken, stream, _gc: gc })
+        Ok(Call { op: op.to_string(), tensors, taken, stream, _current: current, _keep: keep, _gc: gc })
     }
 
     /// The stream to launch on (torch's current stream).
@@ -504,8 +575,9 @@ impl Call {
         let (_, info) = self.typed::<T>(name, false)?;
         // SAFETY: the memory of a live CUDA tensor of this device: `self` holds a reference to
         // the tensor, and its address, size, layout and device were read last by `verify`, after
-        // which no Python code runs before the launch (the GIL keeps other threads' out), so its
-        // storage is still there; `numel` elements of `T` (its element size was checked; every
+        // which no Python code of this thread runs before the launch (and another thread's torch
+        // code changing the tensor meanwhile is a race inside torch, see the module docs, "Why
+        // the memory is there"), so its storage is still there; `numel` elements of `T` (its element size was checked; every
         // bit pattern is a value of each `TorchElement`), contiguous. Torch writes it only
         // through work queued on its current stream (the home stream) before or after this
         // call, and reuses it, once freed or resized, only after the work queued on that stream

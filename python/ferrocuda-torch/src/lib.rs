@@ -84,6 +84,8 @@ mod module {
         run: impl FnOnce(&Stream, &[BorrowedSlice<'_, f32>], &mut [BorrowedSliceMut<'_, f32>]) -> ferrocuda_host::Result<()>,
     ) -> PyResult<()> {
         let context = context(ordinal)?;
+        // The device's context current for the call, the caller's again at its end (session 21).
+        let _current = context.push_current().map_err(gpu_error)?;
         let raw = outputs.first().map_or(0, |output| output.stream);
         // SAFETY: PyTorch's current stream of this device (read by `import_all` in this call),
         // valid for this call, which is as long as the stream and its clones live (the borrows
