@@ -157,8 +157,8 @@ impl KernelBuilder {
     /// unless its body is a few instructions.
     ///
     /// Why: a memory-bound loop over a run-time count, such as llm.c's `wpe_backward_kernel`
-    /// summing a 16-byte pack over the batch (`for (b = 0; b < B; b++) load128cs(dout + b T C
-    /// + ..)`), runs at the speed of the loads in flight per thread. nvcc unrolls it by 4 (four
+    /// summing a 16-byte pack over the batch (`for (b = 0; b < B; b++)
+    /// load128cs(dout + b T C + ..)`), runs at the speed of the loads in flight per thread. nvcc unrolls it by 4 (four
     /// `LDG.E.EF.128` back to back); LLVM's NVPTX limit (75 cost units for the unrolled body)
     /// kept it rolled, one load in flight: 0.80x nvcc on an H200, 1.01x with
     /// `runtime_unroll(4)` (issue 30's eighth held-out port, bench/results/s21-gaps). LLVM also
