@@ -92,11 +92,18 @@ pub struct KernelBuilder {
     overflow_checks: Option<bool>,
     /// LLVM's full-unroll cost threshold ([`KernelBuilder::unroll_threshold`]).
     unroll_threshold: u32,
+    /// Unroll factor for loops with a run-time trip count ([`KernelBuilder::runtime_unroll`]).
+    runtime_unroll: u32,
 }
 
 /// The builder's default LLVM full-unroll threshold ([`KernelBuilder::unroll_threshold`]):
 /// nvcc-like unrolling of short constant-count loops, barriers and all.
 pub const DEFAULT_UNROLL_THRESHOLD: u32 = 400;
+
+/// LLVM's size limit for a partially or run-time unrolled loop body (`-unroll-partial-threshold`)
+/// when [`KernelBuilder::runtime_unroll`] is on: NVPTX's own is 75 (a quarter of the full-unroll
+/// threshold at `-O3`), which leaves a loop of one 16-byte load and eight `f32` adds rolled.
+const RUNTIME_UNROLL_PARTIAL_THRESHOLD: u32 = 200;
 
 impl KernelBuilder {
     /// A builder for the kernel crate in `crate_dir` (the directory with its `Cargo.toml`).
@@ -122,6 +129,7 @@ impl KernelBuilder {
             launch_block_threads: None,
             overflow_checks: None,
             unroll_threshold: DEFAULT_UNROLL_THRESHOLD,
+            runtime_unroll: 0,
         }
     }
 
@@ -135,12 +143,38 @@ impl KernelBuilder {
     /// register arrays it indexes becoming registers), so it kept that loop rolled and its
     /// four `[f32; 8]` arrays went to local memory: a 128-byte stack frame and `LDL`/`STL` in
     /// the hot loop, 0.33x nvcc (issue 30's third held-out port). Only complete unrolling
-    /// changes: partial and run-time unrolling keep LLVM's NVPTX limits. Why 400 and not more:
+    /// changes here: partial and run-time unrolling are [`runtime_unroll`](Self::runtime_unroll)'s. Why 400 and not more:
     /// 400 unrolls that loop; at 1000 LLVM also unrolled the panic handler's byte copy in
     /// every kernel with a panic path (190-890 more SASS instructions, `tests/panic_cost.rs`'s
     /// bound), and hiding its bound from LLVM made it grow the same way.
     pub fn unroll_threshold(mut self, threshold: u32) -> Self {
         self.unroll_threshold = threshold;
+        self
+    }
+
+    /// How many iterations of a loop with a run-time trip count LLVM may put in one: 4 is
+    /// nvcc's; the default, 0 (or 1), leaves LLVM's NVPTX limits, which keep such a loop rolled
+    /// unless its body is a few instructions.
+    ///
+    /// Why: a memory-bound loop over a run-time count, such as llm.c's `wpe_backward_kernel`
+    /// summing a 16-byte pack over the batch (`for (b = 0; b < B; b++)
+    /// load128cs(dout + b T C + ..)`), runs at the speed of the loads in flight per thread. nvcc unrolls it by 4 (four
+    /// `LDG.E.EF.128` back to back); LLVM's NVPTX limit (75 cost units for the unrolled body)
+    /// kept it rolled, one load in flight: 0.80x nvcc on an H200, 1.01x with
+    /// `runtime_unroll(4)` (issue 30's eighth held-out port, bench/results/s21-gaps). LLVM also
+    /// refuses loops with a second exit, which every bounds-checked `let Some(x) =
+    /// input.get(i) else { return }` in a loop adds; with `-unroll-runtime-multi-exit` the four
+    /// checks come first and the four loads follow them. The flags: `-unroll-max-count=N`
+    /// (partial and run-time unrolling only; complete unrolling is
+    /// [`unroll_threshold`](Self::unroll_threshold)'s), `-unroll-partial-threshold=200`,
+    /// `-unroll-runtime-multi-exit=true`.
+    ///
+    /// Why not the default: in the kernel library it also unrolls the block-strided row loops
+    /// of the norms (89 of 326 kernels change, up to +4 registers, some past 32, SASS +100 to
+    /// +450; bench/results/s21-gaps/corpus-regs-sass.txt), which no GPU run has measured yet;
+    /// on bench/ports6's changed kernels it measured the same as without.
+    pub fn runtime_unroll(mut self, factor: u32) -> Self {
+        self.runtime_unroll = factor;
         self
     }
 
@@ -382,6 +416,12 @@ impl KernelBuilder {
         if self.unroll_threshold > 0 {
             // nvcc-like complete unrolling (see `unroll_threshold`).
             flags.push(format!("-Cllvm-args=-unroll-threshold={}", self.unroll_threshold));
+        }
+        if self.runtime_unroll > 1 {
+            // nvcc-like unrolling of run-time-count loops (see `runtime_unroll`).
+            flags.push(format!("-Cllvm-args=-unroll-max-count={}", self.runtime_unroll));
+            flags.push(format!("-Cllvm-args=-unroll-partial-threshold={RUNTIME_UNROLL_PARTIAL_THRESHOLD}"));
+            flags.push("-Cllvm-args=-unroll-runtime-multi-exit=true".into());
         }
         if self.debug_info {
             flags.push("-Cdebuginfo=2".into());
@@ -724,6 +764,16 @@ mod tests {
         assert!(default.contains(&format!("-Cllvm-args=-unroll-threshold={DEFAULT_UNROLL_THRESHOLD}")), "{default:?}");
         let llvms = KernelBuilder::new("x").unroll_threshold(0).rustflags(Arch::SM_70);
         assert!(!llvms.iter().any(|f| f.contains("unroll-threshold")), "{llvms:?}");
+        // Issue 30's eighth port (s21): run-time-count loops unrolled by 4 as nvcc's on request,
+        // LLVM's own limits by default (and with 0 or 1).
+        let four = KernelBuilder::new("x").runtime_unroll(4).rustflags(Arch::SM_70);
+        assert!(four.contains(&"-Cllvm-args=-unroll-max-count=4".to_string()), "{four:?}");
+        assert!(four.contains(&"-Cllvm-args=-unroll-runtime-multi-exit=true".to_string()), "{four:?}");
+        assert!(!default.iter().any(|f| f.contains("unroll-max-count")), "{default:?}");
+        for off in [0, 1] {
+            let rolled = KernelBuilder::new("x").runtime_unroll(off).rustflags(Arch::SM_70);
+            assert!(!rolled.iter().any(|f| f.contains("unroll-max-count") || f.contains("unroll-partial") || f.contains("multi-exit")), "{rolled:?}");
+        }
     }
 
     #[test]

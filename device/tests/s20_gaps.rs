@@ -68,10 +68,16 @@ fn cover<T: Mark + Send + Sync>(executor: &CpuExecutor, rows: u32, cols: u32, mi
                         *o = T::mark(r, c + j as u32);
                     }
                 });
+                // Session 21: `has_work` is exactly "this thread owns something in the row".
+                let busy = row.has_work();
+                let mut owned = 0u32;
+                row.vectors_mut(|_, _| owned += 1);
                 row.elements_mut(|c, o| {
                     assert!(c < head || c >= tail, "column {c} is a head or tail column");
                     *o = T::mark(r, c);
+                    owned += 1;
                 });
+                assert_eq!(busy, owned > 0, "has_work of row {r}, cols {cols}: {owned} units owned");
             }
         })
         .unwrap_or_else(|e| panic!("rows {rows} cols {cols} misalign {misalign}: {e}"));

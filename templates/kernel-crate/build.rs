@@ -15,6 +15,8 @@ fn main() {
     // --use_fast_math), `.ptx_isa(8, 0)`, `.release(false)`, `.line_info(false)`,
     // `.fma(FmaContraction::Off)`, `.cfg("name")`, `.panic_messages(true)` (panic reports with
     // core's messages, printed by the device too, for a ~600-byte stack frame in every kernel
-    // that can panic).
+    // that can panic), `.runtime_unroll(4)` (loops whose trip count is known only at run time
+    // unrolled by 4 as nvcc's: four loads in flight in a loop over a batch; not the default,
+    // see docs/performance.md).
     ferrocuda_builder::KernelBuilder::new(env!("CARGO_MANIFEST_DIR")).run();
 }

@@ -282,6 +282,38 @@ fn p30_s20_static_scaled_int8_quant_x16_handles_any_hidden() {
     }
 }
 
+/// Session 21: the `_x16_idle` variant (threads that own nothing in the row return first,
+/// `RowX16::has_work`) writes every byte as the reference at every width and byte alignment,
+/// with blocks wider than the row's work (1024 threads for 7 vectors) and narrower ones (32
+/// threads for 512), under the race detector.
+#[test]
+fn p30_s21_static_scaled_int8_quant_x16_idle_threads_return_and_rows_stay_whole() {
+    for (tokens, hidden, skip, block) in [
+        (5usize, 2048usize, 0usize, 1024u32),
+        (6, 2050, 0, 1024),
+        (7, 1001, 3, 256),
+        (4, 8190, 0, 1024),
+        (3, 16, 9, 1024),
+        (3, 15, 1, 64),
+        (2, 1, 0, 1024),
+        (3, 8192, 5, 32),
+        (3, 113, 7, 1024),
+    ] {
+        let input = random_bf16(tokens * hidden, 40 + hidden as u64, 3.0);
+        let mut buffer = vec![0i8; tokens * hidden + skip];
+        vllm::static_scaled_int8_quant_kernel_x16_idle::launch_cpu(
+            &CpuExecutor::new(),
+            LaunchConfig::new(tokens as u32, block),
+            &input,
+            &mut buffer[skip..],
+            &[0.02f32],
+            hidden as u32,
+        )
+        .unwrap();
+        assert_eq!(&buffer[skip..], &static_scaled_int8_quant(&input, 0.02)[..], "hidden {hidden}, skip {skip}, block {block}");
+    }
+}
+
 /// Session 20, gap 2: `BlockRowsX16` needs a 1-D launch; a 2-D block or grid is refused before
 /// anything runs, and the refusal says why.
 #[test]

@@ -112,6 +112,11 @@ fn main() -> Res<()> {
             Ok(())
         };
         let fixed = race(&context, &stream, &mut tw, &mut f)?;
+        let mut f4 = || -> Res<()> {
+            ports8_llmc::wpe_backward_kernel_x4::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
+            Ok(())
+        };
+        let x4 = race(&context, &stream, &mut tw, &mut f4)?;
         // Outputs from the same state: one launch each on fresh copies.
         ours.copy_from_host(&dwpe_h)?;
         twin.copy_from_host(&dwpe_h)?;
@@ -125,6 +130,11 @@ fn main() -> Res<()> {
         stream.synchronize()?;
         let check = check_bits("bf16", Bf16x8::elements(&ours.to_vec()?), Bf16x8::elements(&twin.to_vec()?));
         TABLE.row("  wpe_backward_kernel_fixed", "", fixed, &check);
+        ours.copy_from_host(&dwpe_h)?;
+        ports8_llmc::wpe_backward_kernel_x4::launch(&stream, config, &mut ours, &dout, b as u32, seed)?;
+        stream.synchronize()?;
+        let check = check_bits("bf16", Bf16x8::elements(&ours.to_vec()?), Bf16x8::elements(&twin.to_vec()?));
+        TABLE.row("  wpe_backward_kernel_x4 (s21)", "", x4, &check);
         Ok(())
     });
 

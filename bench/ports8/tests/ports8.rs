@@ -10,7 +10,7 @@ use half::bf16;
 use ports8_llmc::{
     AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed, init_from_master_kernel,
     layernorm_forward_kernel6, layernorm_forward_kernel6_docs, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel,
-    wpe_backward_kernel_fixed,
+    wpe_backward_kernel_fixed, wpe_backward_kernel_x4,
 };
 use ports8_vllm::{
     Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel, reshape_and_cache_kernel_fixed,
@@ -119,6 +119,48 @@ fn wpe_backward_sums_the_batch_into_the_old_gradient_as_the_reference() {
         let mut dwpe_d = DeviceBuffer::from_slice(&context, &Bf16x8::collect(&dwpe).unwrap()).unwrap();
         wpe_backward_kernel_fixed::launch(&stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap();
         assert_eq!(Bf16x8::elements(&dwpe_d.to_vec().unwrap()), &want[..], "GPU, fix round");
+    }
+}
+
+/// Session 21: the builder unrolls run-time-count loops by 4 (`KernelBuilder::runtime_unroll`)
+/// and `_x4` walks the batch with `unroll::strided_x4`: every variant sums batch counts that
+/// take the unrolled steps, the remainder, both or neither (0 to 9) as the reference, on the
+/// CPU executor and on the GPU.
+#[test]
+fn p30_s21_wpe_backward_variants_sum_every_batch_count_as_the_reference() {
+    let (t, c, seed) = (19usize, 64usize, 7u32);
+    let dwpe = bf16s(t * c, 5, 0.5);
+    let packs = (t * c / 8) as u32;
+    let config = LaunchConfig::new(packs.div_ceil(WPE_BLOCK), WPE_BLOCK);
+    let gpu = gpu("wpe_backward variants");
+    for b in 0..10usize {
+        let dout = bf16s(b * t * c, 6 + b as u32, 1.0);
+        let want = wpe_reference(&dwpe, &dout, b, seed);
+        let dout_p = Bf16x8::collect(&dout).unwrap();
+        for variant in 0..3 {
+            let mut got = Bf16x8::collect(&dwpe).unwrap();
+            let cpu = CpuExecutor::new();
+            match variant {
+                0 => wpe_backward_kernel::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32, seed).unwrap(),
+                1 => wpe_backward_kernel_fixed::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32, seed).unwrap(),
+                _ => wpe_backward_kernel_x4::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32, seed).unwrap(),
+            };
+            assert_eq!(Bf16x8::elements(&got), &want[..], "CPU executor, variant {variant}, b {b}");
+        }
+        if let Some((context, stream)) = &gpu {
+            // A batch of 0 still needs a buffer to pass: one pack that is never read.
+            let one = [Bf16x8::default()];
+            let dout_d = DeviceBuffer::from_slice(context, if dout_p.is_empty() { &one[..] } else { &dout_p }).unwrap();
+            for variant in 0..3 {
+                let mut dwpe_d = DeviceBuffer::from_slice(context, &Bf16x8::collect(&dwpe).unwrap()).unwrap();
+                match variant {
+                    0 => wpe_backward_kernel::launch(stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap(),
+                    1 => wpe_backward_kernel_fixed::launch(stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap(),
+                    _ => wpe_backward_kernel_x4::launch(stream, config, &mut dwpe_d, &dout_d, b as u32, seed).unwrap(),
+                }
+                assert_eq!(Bf16x8::elements(&dwpe_d.to_vec().unwrap()), &want[..], "GPU, variant {variant}, b {b}");
+            }
+        }
     }
 }
 

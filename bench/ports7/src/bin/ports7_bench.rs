@@ -317,13 +317,18 @@ fn main() -> Result<()> {
         let twin_out = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
         let config = LaunchConfig::new(tokens, hidden.min(1024));
         let input8 = input.cast::<vllm::Bf16x8>()?;
-        for variant in 0..3 {
+        for variant in 0..4 {
             let fixed = variant == 1;
             let mut ours = DeviceBuffer::<i8>::zeroed(&context, input.len())?;
             let mut run_ours = || -> Result<()> {
                 if variant == 2 {
                     // Session 20: the BlockRowsX16 port (any hidden; here head and tail empty).
                     vllm::static_scaled_int8_quant_kernel_x16::launch(&stream, config, &input, &mut ours, &scale, hidden)?;
+                    return Ok(());
+                }
+                if variant == 3 {
+                    // Session 21: the same with the idle threads returning first (`has_work`).
+                    vllm::static_scaled_int8_quant_kernel_x16_idle::launch(&stream, config, &input, &mut ours, &scale, hidden)?;
                     return Ok(());
                 }
                 let mut o = ours.cast_mut::<vllm::I8x16>()?;
@@ -347,6 +352,7 @@ fn main() -> Result<()> {
             let name = match variant {
                 1 => "  fix: static_scaled_int8 packed, 31 regs",
                 2 => "  s20: BlockRowsX16 (any hidden)",
+                3 => "  s21: BlockRowsX16, idle threads return",
                 _ => "vLLM static_scaled_int8_quant_kernel",
             };
             TABLE.row(name, &format!("{tokens}x{hidden} bf16, block 1024"), times, &check_bits("i8", &ours.to_vec()?, &twin_out.to_vec()?));

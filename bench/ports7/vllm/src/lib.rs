@@ -228,3 +228,44 @@ pub fn static_scaled_int8_quant_kernel_x16(input: &[bf16], mut out: DisjointSlic
     }
     row.zip_elements(x, |&v, o| *o = q(v.widen()));
 }
+
+/// [`static_scaled_int8_quant_kernel_x16()`] with the idle threads returning first (session 21,
+/// helper gaps): at vLLM's launch (1024 threads, hidden 8192: 512 vectors a row) half of each
+/// block owns nothing, and the `_x16` SASS ran the whole setup around the loops (the input
+/// row's slice and cast, the head and tail bounds) in those threads too, about 60 instructions
+/// where vLLM's `if (threadIdx.x < hidden / 16)` and the `_fixed` port's first loop test exit
+/// after 30. `RowX16::has_work` is that test for a row cut into head, vectors and tail; the rest
+/// is `_x16` unchanged. (No barrier follows, so the early return is allowed.)
+#[kernel(cols(out = hidden), launch_bounds(1024, 2))]
+pub fn static_scaled_int8_quant_kernel_x16_idle(input: &[bf16], mut out: DisjointSlice<i8, BlockRowsX16>, scale: &[f32], hidden: u32) {
+    let me = block_row();
+    let t = me.row() as usize;
+    let h = hidden as usize;
+    let Some(mut row) = out.row_mut(me) else { return };
+    if !row.has_work() {
+        return;
+    }
+    let Some(&scale_val) = scale.first() else { return };
+    let Some(x) = input.get(h * t..h * t + h) else { return };
+    let q = |v: f32| (v / scale_val).to_i8_rn_sat();
+    let (head, body) = (row.head() as usize, 16 * row.vectors() as usize);
+    match x.get(head..head + body).map(bytemuck::try_cast_slice::<bf16, [Bf16x8; 2]>) {
+        Some(Ok(pairs)) => row.zip_packs(pairs, |pair, o| {
+            let v = [vector::load16(&pair[0]), vector::load16(&pair[1])];
+            let mut words = [0u32; 4];
+            for (w, word) in words.iter_mut().enumerate() {
+                let (a, b) = v[w / 2].0[2 * (w % 2)].to_f32s();
+                let (c, d) = v[w / 2].0[2 * (w % 2) + 1].to_f32s();
+                let b8 = |x: f32| q(x) as u8 as u32;
+                *word = b8(a) | b8(b) << 8 | b8(c) << 16 | b8(d) << 24;
+            }
+            vector::store16(o, bytemuck::cast::<[u32; 4], I8x16>(words));
+        }),
+        _ => row.zip_vectors(x, |xs, o| {
+            for j in 0..16 {
+                o.0[j] = q(xs[j].widen());
+            }
+        }),
+    }
+    row.zip_elements(x, |&v, o| *o = q(v.widen()));
+}

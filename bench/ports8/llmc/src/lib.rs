@@ -429,3 +429,28 @@ pub fn layernorm_forward_kernel6_docs(
         cache::store(v, s, Store::Streaming);
     }
 }
+
+/// [`wpe_backward_kernel()`], the batch loop as the performance guide's run-time-count row
+/// writes it (session 21): `unroll::strided_x4` over the batch's packs at this thread's
+/// position (`dout[..b packs]`, start `i`, stride `packs`), four 16-byte streaming loads in
+/// flight as nvcc's unrolled `for (b = 0; b < B; b++)`, whatever the builder's run-time
+/// unrolling; the per-element loops `unroll::<8>` as `_fixed`.
+#[kernel]
+pub fn wpe_backward_kernel_x4(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8], b: u32, seed: u32) {
+    let i = unique_index();
+    let packs = dwpe.len();
+    let Some(grad) = dwpe.get_mut(i) else { return };
+    let idx = (i.get() as u32).wrapping_mul(8);
+    let mut accum = [0.0f32; 8];
+    let Some(col) = (b as usize).checked_mul(packs).and_then(|n| dout.get(..n)) else { return };
+    ferrocuda_device::unroll::strided_x4(col, i.get(), packs, |packed| {
+        let values = cache::load(packed, Load::Streaming).to_f32s();
+        unroll::<8>(|k| accum[k] += values[k]);
+    });
+    let mut packed = Bf16x8::load(grad);
+    unroll::<8>(|k| {
+        let sum = accum[k] + packed.get(k).widen();
+        packed.set(k, stochastic_rounding(sum, seed.wrapping_add(idx).wrapping_add(k as u32)));
+    });
+    packed.store(grad);
+}
