@@ -188,11 +188,7 @@ pub fn poly_norm_kernel_multi(mut out: DisjointSlice<bf16, BlockRows>, input: &[
     let h = hidden as f32;
     let reduce = multi_block_reduce!(f32; 3);
     let [w2_inv_std, w1_inv_std2, w0_inv_std3] = reduce.sum_broadcast([variance, variance2, variance3], |[v1, v2, v3]| {
-        [
-            w[2].widen() * (v1 / h + epsilon).rsqrt(),
-            w[1].widen() * (v2 / h + epsilon).rsqrt(),
-            w[0].widen() * (v3 / h + epsilon).rsqrt(),
-        ]
+        [w[2].widen() * (v1 / h + epsilon).rsqrt(), w[1].widen() * (v2 / h + epsilon).rsqrt(), w[0].widen() * (v3 / h + epsilon).rsqrt()]
     });
     let s_bias = b0.widen();
 
