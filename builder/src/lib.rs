@@ -242,8 +242,12 @@ impl KernelBuilder {
     /// resident block per SM where 8 fewer registers would fit two: at the block size the
     /// kernel declares with `launch_bounds`, or, without one, at 1024, 512 or 256 threads
     /// (more than 32, 64 or 128 registers). The fix is fewer live values (16-bit packs kept
-    /// packed) or `launch_bounds(threads, 2)`; declaring the block size you launch checks only
-    /// that one. For a kernel that needs the registers (one block per SM on purpose), name it
+    /// packed) or `launch_bounds(threads, 2)`. To have it check the one size you launch, name
+    /// the size with [`launch_block_threads`](Self::launch_block_threads), which caps nothing:
+    /// a bare `launch_bounds(threads)` (`.maxntid` without `.minnctapersm`) lets ptxas cap the
+    /// registers for full occupancy, with spills (issue 30's ninth port: 39 -> 32 registers
+    /// and a 16-byte spill); where a bound is wanted, give the block count that keeps the
+    /// register count you want, `launch_bounds(threads, 65536 / (threads x registers))`. For a kernel that needs the registers (one block per SM on purpose), name it
     /// here; a name ending in `*` is a prefix. Builds with overflow checks do not warn.
     pub fn occupancy_expected(mut self, kernel: impl Into<String>) -> Self {
         self.occupancy_expected.push(kernel.into());

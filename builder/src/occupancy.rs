@@ -112,7 +112,15 @@ pub fn warnings(
              Fewer values live at once (keep 16-bit packs packed until used: `Bf16x2` arithmetic, not eight f32), or cap the registers with `#[kernel(launch_bounds({threads}, 2))]` and check that the build reports no spills{} (docs/performance.md, \"registers and occupancy\")",
             r.kernel,
             r.registers,
-            if own.is_some() { "" } else { "; declaring the block size you launch (`launch_bounds(256)`) checks only that one" },
+            if own.is_some() {
+                ""
+            } else {
+                // Session 21 (issue 30's ninth port, L3): "declare the block size" read as harmless
+                // and was followed with a bare `launch_bounds(256)`, whose `.maxntid` without a
+                // block count let ptxas cap the registers for full occupancy (39 -> 32 and a
+                // 16-byte spill).
+                "; to have this check use the size you launch, name it with `KernelBuilder::launch_block_threads(256)` (no cap), not a bare `#[kernel(launch_bounds(256))]`: `.maxntid` without a block count lets ptxas cap the registers for full occupancy and spill; where you do bound it, give the block count that keeps the registers nvcc uses (`launch_bounds(256, k)`, `k = 65536 / (256 x registers)` rounded down)"
+            },
         ));
     }
     lines

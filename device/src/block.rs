@@ -53,6 +53,9 @@ use crate::sync::sync_threads;
 use crate::thread::{block_size, rank_in_block};
 use crate::warp::{self, ShuffleValue};
 
+mod multi;
+pub use multi::MultiBlockReduce;
+
 /// Values block collectives combine: those a warp shuffle moves and shared memory holds
 /// (`u32`, `i32`, `f32`, `u64`, `i64`, `f64`).
 pub trait BlockValue: ShuffleValue + SharedElement {}

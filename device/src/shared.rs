@@ -335,7 +335,25 @@ impl<T: SharedElement> SharedSlice<T> {
 /// The dynamic shared memory of this launch (the `shared_bytes` of `<<<grid, block,
 /// shared_bytes>>>`) as elements of `T`: `%dynamic_smem_size / size_of::<T>()` of them,
 /// 16-byte aligned. Every call returns the same memory; use [`SharedSlice::split_at`] for
-/// several arrays.
+/// several arrays (or [`SharedSlice::region`] for equal ones).
+///
+/// The host sets the size at launch with `LaunchConfig::with_shared_bytes` (ferrocuda-types,
+/// re-exported by `ferrocuda`), in bytes:
+///
+/// ```ignore
+/// // device: two arrays of C floats
+/// let shared = dynamic_shared::<f32>();
+/// let (Some(a), Some(b)) = (shared.region(0, c as usize), shared.region(1, c as usize)) else { return };
+/// // host
+/// let config = LaunchConfig::new(grid, 256).with_shared_bytes(2 * c * 4);
+/// my_kernel::launch(&stream, config, /* .. */)?;
+/// ```
+///
+/// Its length is the launch's, so the compiler cannot see it: `get`/`set`/`fetch_add` at an
+/// index it cannot prove below `len()` keep a bounds check and the panic path. Take regions of
+/// exact lengths (`region`, `split_at_checked`) and index them below a length you test or loop
+/// to (`strided_range(tid, cols, threads)` with `cols` the region's length), or test `i <
+/// shared.len()` yourself (issue 30's ninth port, L3 and L4).
 #[inline(always)]
 pub fn dynamic_shared<T: SharedElement>() -> SharedSlice<T> {
     #[cfg(target_arch = "nvptx64")]

@@ -258,6 +258,20 @@ pub fn grid_stride_range(len: usize) -> GridStrideRange {
 /// below `i32::MAX` (the add's no-wrap bound). llm.c's layernorm backward, warp 0's fold over
 /// the other warps' slots: a 32-bit counter and the twin's two `LDS.128` in flight (issue 30,
 /// session 19).
+///
+/// **A global slice's length as the `u32` bound: `u32::try_from`, not `as u32`.** `let len =
+/// all.len() as u32` truncates, so the compiler no longer knows `i < all.len()` from `i < len`
+/// and `all[i as usize]` keeps its bounds check and the kernel its whole panic path (llm.c's
+/// `matmul_backward_bias_kernel4`, issue 30's ninth port: 5 panic `CALL`s, 0.98x nvcc). Convert
+/// with a test, which keeps the bound:
+///
+/// ```ignore
+/// if let Some(all) = dout.get(..n) && let Ok(len) = u32::try_from(all.len()) {
+///     for i in strided_range(start, len, step) {
+///         sum += all[i as usize].widen();     // no bounds check: `i < len == all.len()`
+///     }
+/// }
+/// ```
 #[inline(always)]
 pub fn strided_range<I: StrideIndex>(start: I, end: I, step: I) -> GridStrideRange<I> {
     GridStrideRange::new(start, step, end)

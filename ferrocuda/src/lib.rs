@@ -34,3 +34,10 @@ pub use ferrocuda_device::cpu;
 /// fills a `DeviceBuffer<bf16>` with them), their packed pairs and the software twins of the
 /// GPU's conversions (see `ferrocuda_device::half`).
 pub use ferrocuda_device::half;
+
+/// The 16-byte packs of 16-bit floats and bytes that kernels load and store in one access
+/// (`Bf16x8`, `F16x8`, ...; see `ferrocuda_device::pack16`): host code builds the
+/// `DeviceBuffer<Bf16x8>` a kernel reads with `Bf16x8::collect(&values)` (issue 30's ninth
+/// port: a host crate had to depend on the device library, or have the kernel crate re-export
+/// the type, to name it).
+pub use ferrocuda_device::pack16;

@@ -164,7 +164,20 @@ impl<T: Pod, const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T
             return None;
         }
         // Rows of the tile inside the buffer (whole rows: a partial last row is left out).
-        let row_limit = ((self.len as u64 - start) / cols).min(TR as u64) as u32;
+        // Every tile but the matrix's last holds its TR rows whole: one multiply and compare
+        // (`TR cols < 2^64`), no division. Session 21 (issue 30's ninth port, L2): the
+        // division `(len - start) / cols` in `u64` in every thread was a `CALL` to ptxas's
+        // 64-bit division routine; the edge tile divides in `u32` where the rest fits.
+        let rest = self.len as u64 - start;
+        let row_limit = if rest >= TR as u64 * cols {
+            TR
+        } else {
+            // `rest < TR cols`, so the quotient is below TR (a u32); `cols >= 1` (above).
+            match u32::try_from(rest) {
+                Ok(rest) => rest / self.shape.max(1),
+                Err(_) => (rest / cols) as u32,
+            }
+        };
         if row_limit == 0 {
             return None;
         }

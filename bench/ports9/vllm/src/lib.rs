@@ -13,7 +13,7 @@ use ferrocuda_device::math::DeviceFloat;
 use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::sync::sync_threads;
 use ferrocuda_device::thread::{block_dim_x, block_idx, strided_range, thread_idx_x};
-use ferrocuda_device::{block_scratch, kernel, shared_array, warp};
+use ferrocuda_device::{block_scratch, kernel, multi_block_reduce, shared_array, warp};
 
 ferrocuda_device::embed_kernels!();
 
@@ -160,6 +160,45 @@ fn swigluoai(gate: bf16, up: bf16, alpha: f32, limit: f32) -> bf16 {
     let g = gate.widen().min(limit);
     let u = up.widen().min(limit).max(-limit);
     ((u + 1.0) * g / (1.0 + (-g * alpha).exp())).to_bf16()
+}
+
+/// [`poly_norm_kernel()`] with the library's multi-value block reduction (session 21's gaps
+/// round, `block::MultiBlockReduce`): CUB's shape for its `BlockReduce<float3>` and vLLM's
+/// hand-off, 2 barriers a row where the first try took 4: each warp folds the three sums by
+/// shuffles, lane 0 stores them, one barrier, warp 0 folds the warps' partials and thread 0
+/// computes the three coefficients, one barrier, every thread reads them.
+#[kernel(cols(out = hidden))]
+pub fn poly_norm_kernel_multi(mut out: DisjointSlice<bf16, BlockRows>, input: &[bf16], weight: &[bf16], bias: &[bf16], epsilon: f32, hidden: u32) {
+    let me = block_row();
+    let start = me.row() as usize * hidden as usize;
+    // Block-uniform: every thread of the block returns, before the reduction's barriers.
+    let (Some(x_row), Some(w), Some(b0)) = (input.get(start..start + hidden as usize), weight.get(..3), bias.first()) else {
+        return;
+    };
+    let (mut variance, mut variance2, mut variance3) = (0.0f32, 0.0f32, 0.0f32);
+    for i in strided_range(thread_idx_x() as usize, x_row.len(), block_dim_x() as usize) {
+        let x = x_row[i].widen();
+        let x2 = x * x;
+        let x4 = x2 * x2;
+        let x6 = x4 * x2;
+        variance += x2;
+        variance2 += x4;
+        variance3 += x6;
+    }
+    let h = hidden as f32;
+    let reduce = multi_block_reduce!(f32; 3);
+    let [w2_inv_std, w1_inv_std2, w0_inv_std3] = reduce.sum_broadcast([variance, variance2, variance3], |[v1, v2, v3]| {
+        [w[2].widen() * (v1 / h + epsilon).rsqrt(), w[1].widen() * (v2 / h + epsilon).rsqrt(), w[0].widen() * (v3 / h + epsilon).rsqrt()]
+    });
+    let s_bias = b0.widen();
+
+    let Some(row) = out.row_mut(me) else { return };
+    for (x, o) in row.zip_input(x_row) {
+        let x = x.widen();
+        let x2 = x * x;
+        let x3 = x2 * x;
+        *o = (x * w2_inv_std + x2 * w1_inv_std2 + x3 * w0_inv_std3 + s_bias).to_bf16();
+    }
 }
 
 /// csrc/activation_kernels.cu `swigluoai_and_mul_kernel<bf16>`, its vectorised path: a token
