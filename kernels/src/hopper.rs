@@ -418,30 +418,32 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// converts them; no conversion kernel; 0.39-0.65x `_red` at D 64 on an H200: the per-step
 /// fence costs more than the pass it saves); then `_cvt` (session 21): the bulk schedule (the
 /// D 128 pick's, or with the causal mask `_late`'s) converting dQ in the kernel, where the
-/// adding warp waits for its bulk reductions a step late and arrives once per tile share, so
-/// the consumers never fence (the last arrival converts the share; no conversion kernel).
+/// adding warp waits for its bulk reductions one (`_cvt`) or two (`_cvt2`) steps late and
+/// arrives once per tile share, so the consumers never fence (the last arrival converts the
+/// share; no conversion kernel).
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
         Some("attention_backward_d128_causal_bf16_late") => {
-            vec!["attention_backward_d128_causal_bf16_late_lpt", "attention_backward_d128_causal_bf16_late_cvt"]
+            vec!["attention_backward_d128_causal_bf16_late_lpt", "attention_backward_d128_causal_bf16_late_cvt2"]
         }
         Some("attention_backward_d128_bf16") => vec![
             "attention_backward_d128_bf16_persistent",
             "attention_backward_d128_bf16_persistent_dyn",
             "attention_backward_d128_bf16_red_cvt",
             "attention_backward_d128_bf16_cvt",
+            "attention_backward_d128_bf16_cvt2",
         ],
         Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
-            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt", "attention_backward_d64_bf16_cvt"]
+            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt", "attention_backward_d64_bf16_cvt2"]
         }
         Some("attention_backward_d64_bf16_red") => vec![
             "attention_backward_d64_bf16_red_persistent",
             "attention_backward_d64_bf16_red_persistent_dyn",
             "attention_backward_d64_bf16_red_cvt",
-            "attention_backward_d64_bf16_cvt",
+            "attention_backward_d64_bf16_cvt2",
         ],
-        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt", "attention_backward_d64_causal_bf16_late_cvt"],
+        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt", "attention_backward_d64_causal_bf16_late_cvt2"],
         _ => vec![],
     }
 }

@@ -354,7 +354,7 @@ fn s20_red_dq_conversion_has_one_writer_whatever_the_counters_hold() {
 /// none does. `Ok` is the race detector's single-writer check.
 #[test]
 fn s21_bulk_dq_conversion_has_one_writer_whatever_the_counters_hold() {
-    const CVT: &str = "attention_backward_d64_bf16_cvt";
+    const CVT: &str = "attention_backward_d64_bf16_cvt2";
     let (s, grid) = (256usize, (2u32, 1u32));
     let (written, dq, counters) = red_launch(CVT, s, grid, s * 64, 0).expect("counters at 0: a clean launch");
     assert!(written, "dK and dV are written (positive control)");

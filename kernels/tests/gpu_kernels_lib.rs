@@ -541,13 +541,13 @@ fn s21_bulk_dq_conversion_on_sm_90_matches_f64() {
     let mut ran = 0;
     for shape in cases {
         for trial in attention::hopper_backward_trial_kernels::<bf16>(&shape, 90) {
-            if trial.ends_with("_cvt") && !trial.ends_with("_red_cvt") {
+            if trial.contains("_cvt") && !trial.ends_with("_red_cvt") {
                 attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
                 ran += 1;
             }
         }
     }
-    assert_eq!(ran, cases.len(), "one `_cvt` instance per shape");
+    assert!(ran >= cases.len(), "a `_cvt` instance per shape at least ({ran})");
 }
 
 /// Session 17's persistent backward instances (`hopper_backward_trial_kernels` for bf16 without

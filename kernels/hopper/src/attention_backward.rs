@@ -45,6 +45,16 @@
 //!   S 512-4k): the per-step device-scope fence in every consumer lane (`MEMBAR.ALL.GPU`, which
 //!   waits for the lane's `red`s to reach L2) costs far more than the conversion pass saves, so
 //!   they are not picked.
+//!   The `_cvt` trial instances (session 21; bf16, D 64 and 128, causal or not: the bulk
+//!   schedule, or with the mask `_late`'s) convert dQ themselves with no fence in the
+//!   consumers: the adding warp, after handing both consumers' tiles of step `n` back, waits
+//!   for its bulk reductions of step `n - 1` to complete (`cp.async.bulk.wait_group 2`: all but
+//!   this step's two groups, normally over at once) and arrives on a counter per consumer share
+//!   of that tile (lane 0: proxy fence, device-scope fence, `atom.inc` wrapping at the key
+//!   blocks walking the tile); the arrival that completes a count converts the share (the warp
+//!   reads it back four quads a lane at a time, zeroes it and writes `scale · dQ`, two head
+//!   columns per 4-byte store). Same counters, the same reset protocol and the same
+//!   one-writer argument as `_red_cvt`; `dq` must be 4-byte aligned for both.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
@@ -636,19 +646,6 @@ mod body {
         });
     }
 
-    /// `fence.proxy.async.global`: orders this thread's accesses to global memory through the
-    /// async proxy (the copy engine's bulk reductions, waited for with [`store_wait`]) with its
-    /// ordinary ones (the arrival that releases them; after another block's release was
-    /// acquired, the reads of what its bulk reductions added).
-    #[inline(always)]
-    fn fence_proxy_async_global() {
-        #[cfg(target_arch = "nvptx64")]
-        // SAFETY: a fence.
-        unsafe {
-            core::arch::asm!("fence.proxy.async.global;", options(nostack))
-        };
-    }
-
     /// The adding warp's arrival on consumer `consumer`'s share of a `dQ` tile (the bulk path's
     /// in-kernel conversion, session 21), once lane 0 has waited for its bulk reduction of it to
     /// complete (`cp.async.bulk.wait_group`, a step after it was issued, so the wait is
@@ -689,8 +686,10 @@ mod body {
     ) {
         let mut old = 0;
         if lane == 0 {
-            // The copy engine's completed adds, then the release of the arrival.
-            fence_proxy_async_global();
+            // The copy engine's adds are complete (`cp.async.bulk.wait_group`): the release of the
+            // arrival orders them, as FlashAttention-3's deterministic mode orders its bulk adds
+            // (no proxy fence here: `fence.proxy.async.global` would wait for this thread's bulk
+            // reductions still in flight, this step's too).
             fence_acq_rel_device();
             // SAFETY: the caller's contract.
             old = unsafe { inc_wrapping(count, contributors - 1) };
@@ -701,7 +700,6 @@ mod body {
         // Lane 0's acquire, then every lane's reads (of what other blocks' copy engines added).
         sync_warp(u32::MAX);
         fence_acq_rel_device();
-        fence_proxy_async_global();
         // Lanes whose accumulator rows are even (`l / 4` even) write the pair at query `col`,
         // their partners (`l ^ 4`, the odd rows) the pair at `col + 1`.
         let even = (lane / 4) % 2 == 0;
@@ -783,6 +781,7 @@ mod body {
         const PERSISTENT: bool,
         const DYNAMIC: bool,
         const CONVERT: bool,
+        const LAG: u32,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -1044,24 +1043,30 @@ mod body {
                                 dq_empty(c).arrive();
                             }
                         }
-                        if CONVERT && n > 0 {
-                            // The previous step's two reductions (all but this step's two groups)
+                        if CONVERT && n >= LAG {
+                            // Step n - LAG's two reductions (all but the newest 2 LAG groups)
                             // are complete: arrive on them, converting a share that is done.
                             if lane == 0 {
-                                store_wait::<2>();
+                                if LAG == 1 {
+                                    store_wait::<2>();
+                                } else {
+                                    store_wait::<4>();
+                                }
                             }
-                            let (h, q0) = w.at(n - 1, hk * group);
+                            let (h, q0) = w.at(n - LAG, hk * group);
                             arrive_bulk(b, h, q0);
                         }
                         g += 1;
                     }
                     if CONVERT && w.steps > 0 {
-                        // The unit's last step's reductions.
+                        // The unit's last LAG steps' reductions.
                         if lane == 0 {
                             store_wait::<0>();
                         }
-                        let (h, q0) = w.at(w.steps - 1, hk * group);
-                        arrive_bulk(b, h, q0);
+                        for n in w.steps.saturating_sub(LAG)..w.steps {
+                            let (h, q0) = w.at(n, hk * group);
+                            arrive_bulk(b, h, q0);
+                        }
                     }
                 }
                 if lane == 0 {
@@ -1636,7 +1641,10 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
                 const DYNAMIC: bool = $dynamic;
-                const CONVERT: bool = $convert;
+                // 0: dQ converted by the conversion kernel; otherwise in the kernel, the arrivals
+                // `$convert` steps after the adds (the bulk path; `_red_cvt`: 1).
+                const LAG: u32 = $convert;
+                const CONVERT: bool = LAG > 0;
                 if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC, CONVERT>(
                     maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next, &mut dq, &dq_count,
                 ) {
@@ -1648,7 +1656,7 @@ mod body {
                 // and dQ's accumulator is only added to atomically); `next` is the launch's
                 // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT, LAG>(
                         [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
                         dq.as_mut_ptr(), dq_count.as_ptr(),
                     )
@@ -1658,7 +1666,7 @@ mod body {
             #[cfg(not(target_arch = "nvptx64"))]
             const BACKWARD: &[BackwardKernel] = &[$(BackwardKernel {
                 name: $name::SYMBOL,
-                converts_dq: $convert,
+                converts_dq: $convert > 0,
                 function: $name::function,
                 // SAFETY: forwarded (the field's contract).
                 launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs<'_>| unsafe {
@@ -1681,42 +1689,43 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, false;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, false;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, false;
-        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, false;
-        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, false;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, false;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, false;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, false;
-        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, false;
-        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, false;
-        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, false;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, false;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, false;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, false;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, false;
-        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, true;
-        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, true;
-        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, true;
-        attention_backward_d128_bf16_cvt: 128, false, false, true, true, true, false, false, false, true;
-        attention_backward_d128_causal_bf16_late_cvt: 128, true, false, true, false, false, false, false, false, true;
-        attention_backward_d64_bf16_cvt: 64, false, false, true, true, true, false, false, false, true;
-        attention_backward_d64_causal_bf16_late_cvt: 64, true, false, true, false, false, false, false, false, true;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, 0;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, 0;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, 0;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, 0;
+        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, 0;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, 0;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, 0;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, 0;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, 0;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, 0;
+        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, 0;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, 0;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, 0;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, 0;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, 0;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, 0;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, 0;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, 0;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, 0;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, 0;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, 0;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, 0;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, 0;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, 0;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, 0;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, 0;
+        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, 1;
+        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_cvt: 128, false, false, true, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_cvt2: 128, false, false, true, true, true, false, false, false, 2;
+        attention_backward_d128_causal_bf16_late_cvt2: 128, true, false, true, false, false, false, false, false, 2;
+        attention_backward_d64_bf16_cvt2: 64, false, false, true, true, true, false, false, false, 2;
+        attention_backward_d64_causal_bf16_late_cvt2: 64, true, false, true, false, false, false, false, false, 2;
     }
 }
 
