@@ -69,13 +69,16 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     // kernel with two Q buffers (`_q2`) for causal D 64 above 512 (1.02-1.06x / 1.03-1.10x the
     // one-buffer kernel at 1k / 2k, two runs); for causal D 128 up to 2k the persistent kernel
     // without the ping-pong turns (1.03x / 1.05x / 1.01x the ping-pong one at 512 / 1k / 2k).
+    // Session 21 (one H200, two calls, bench/results/s21-attn/run1-h200, run2-h200): the
+    // persistent twins at D 128 S 1k without the mask (538 against 514-515 TFLOP/s, 1.05x, in
+    // both calls) and at D 64 S 2k (444-445 against 424-425, 1.05x in both).
     Some(match (shape.head_dim, shape.causal) {
-        (64, false) if s <= 1024 => "attention_d64_persistent",
+        (64, false) if s <= 2048 => "attention_d64_persistent",
         (64, false) => "attention_d64",
         (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
         (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent_q2",
         (64, true) => "attention_d64_causal_pingpong",
-        (_, false) if s <= 768 => "attention_d128_pingpong_persistent",
+        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent",
         (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
         (_, false) => "attention_d128_pingpong",
         (_, true) if s <= 2048 => "attention_d128_causal_persistent",

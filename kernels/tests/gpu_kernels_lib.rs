@@ -626,13 +626,15 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
-        (base, "attention_d128_pingpong"),
+        (base, "attention_d128_pingpong_persistent"),
+        (Attention { seq_q: 1100, seq_kv: 1100, ..base }, "attention_d128_pingpong"),
         (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent"),
         (Attention { causal: true, ..base }, "attention_d128_causal_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 1000, seq_kv: 1000, causal: true, ..base }, "attention_d64_causal_pingpong_persistent_q2"),
         (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_persistent"),
-        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64_persistent"),
+        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, ..one }, "attention_d64"),
         (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, causal: true, ..one }, "attention_d64_causal_pingpong"),
         (Attention { seq_q: 2050, seq_kv: 2050, ..one }, "attention_d128_pingpong_s3"),
         (Attention { seq_q: 2050, seq_kv: 2050, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),

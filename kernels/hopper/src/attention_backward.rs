@@ -48,13 +48,18 @@
 //!   The `_cvt` trial instances (session 21; bf16, D 64 and 128, causal or not: the bulk
 //!   schedule, or with the mask `_late`'s) convert dQ themselves with no fence in the
 //!   consumers: the adding warp, after handing both consumers' tiles of step `n` back, waits
-//!   for its bulk reductions of step `n - 1` to complete (`cp.async.bulk.wait_group 2`: all but
-//!   this step's two groups, normally over at once) and arrives on a counter per consumer share
-//!   of that tile (lane 0: proxy fence, device-scope fence, `atom.inc` wrapping at the key
-//!   blocks walking the tile); the arrival that completes a count converts the share (the warp
-//!   reads it back four quads a lane at a time, zeroes it and writes `scale · dQ`, two head
-//!   columns per 4-byte store). Same counters, the same reset protocol and the same
-//!   one-writer argument as `_red_cvt`; `dq` must be 4-byte aligned for both.
+//!   for its bulk reductions of step `n - LAG` to complete (`cp.async.bulk.wait_group 2 LAG`:
+//!   all but the newest `LAG` steps' groups; `_cvt` LAG 1, `_cvt2` LAG 2) and arrives on a
+//!   counter per consumer share of that tile (lane 0: device-scope fence, `atom.inc` wrapping
+//!   at the key blocks walking the tile); the arrival that completes a count converts the
+//!   share (the warp reads it back four quads a lane at a time, zeroes it and writes
+//!   `scale · dQ`, two head columns per 4-byte store). Same counters, the same reset protocol
+//!   and the same one-writer argument as `_red_cvt`; `dq` must be 4-byte aligned for both.
+//!   Measured on an H200 (session 21, `bench/results/s21-attn`): correct (GPU tests against
+//!   f64) but 0.41-0.61x the pick at D 128 (`_cvt2` 115 against 279 TFLOP/s at S 512, 297
+//!   against 486 at 4k), 0.29-0.39x with the mask, 0.39-0.48x at D 64: the adding warp's
+//!   per-step fence and atomic round trips (two a step) and, at short S, the conversions
+//!   themselves hold back its hand-offs, which the consumers wait for. Not picked.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
@@ -651,7 +656,7 @@ mod body {
     /// complete (`cp.async.bulk.wait_group`, a step after it was issued, so the wait is
     /// normally over at once), and the conversion of the share when this arrival is the last of
     /// the `contributors` (the key blocks walking the tile): lane 0 orders the completed bulk
-    /// adds before its arrival (proxy fence, device-scope fence) and increments the share's
+    /// adds before its arrival (device-scope fence) and increments the share's
     /// counter (`inc_wrapping`, acquire and release); the warp that sees `contributors - 1`
     /// reads the share back (its sums from every key block, from L2), zeroes it (so a launch
     /// that completes leaves the accumulator and the counters as the next one needs them: the
