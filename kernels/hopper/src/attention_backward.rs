@@ -725,7 +725,7 @@ mod body {
                 unsafe { zero_quad(base.add(512 * k)) };
             });
             // The pair's first (even) accumulator row.
-            let row = 16 * w + (lane / 4 & !1);
+            let row = 16 * w + ((lane / 4) & !1);
             unroll::<4>(|k| {
                 let v = v[k];
                 let o: [f32; 4] = core::array::from_fn(|e| shuffle_xor(v[e], 4));
