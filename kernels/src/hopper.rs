@@ -69,13 +69,16 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     // kernel with two Q buffers (`_q2`) for causal D 64 above 512 (1.02-1.06x / 1.03-1.10x the
     // one-buffer kernel at 1k / 2k, two runs); for causal D 128 up to 2k the persistent kernel
     // without the ping-pong turns (1.03x / 1.05x / 1.01x the ping-pong one at 512 / 1k / 2k).
+    // Session 21 (one H200, two calls, bench/results/s21-attn/run1-h200, run2-h200): the
+    // persistent twins at D 128 S 1k without the mask (538 against 514-515 TFLOP/s, 1.05x, in
+    // both calls) and at D 64 S 2k (444-445 against 424-425, 1.05x in both).
     Some(match (shape.head_dim, shape.causal) {
-        (64, false) if s <= 1024 => "attention_d64_persistent",
+        (64, false) if s <= 2048 => "attention_d64_persistent",
         (64, false) => "attention_d64",
         (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
         (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent_q2",
         (64, true) => "attention_d64_causal_pingpong",
-        (_, false) if s <= 768 => "attention_d128_pingpong_persistent",
+        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent",
         (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
         (_, false) => "attention_d128_pingpong",
         (_, true) if s <= 2048 => "attention_d128_causal_persistent",
@@ -419,21 +422,34 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// Last, for bf16 D 128 without the mask and D 64 with or without it, `_red_cvt` (session 20):
 /// the `_red` schedule converting dQ in the kernel (the last warp to add to its rows of a tile
 /// converts them; no conversion kernel; 0.39-0.65x `_red` at D 64 on an H200: the per-step
-/// fence costs more than the pass it saves).
+/// fence costs more than the pass it saves); then `_cvt` (session 21): the bulk schedule (the
+/// D 128 pick's, or with the causal mask `_late`'s) converting dQ in the kernel, where the
+/// adding warp waits for its bulk reductions one (`_cvt`) or two (`_cvt2`) steps late and
+/// arrives once per tile share, so the consumers never fence (the last arrival converts the
+/// share; no conversion kernel).
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
-        Some("attention_backward_d128_causal_bf16_late") => vec!["attention_backward_d128_causal_bf16_late_lpt"],
-        Some("attention_backward_d128_bf16") => {
-            vec!["attention_backward_d128_bf16_persistent", "attention_backward_d128_bf16_persistent_dyn", "attention_backward_d128_bf16_red_cvt"]
+        Some("attention_backward_d128_causal_bf16_late") => {
+            vec!["attention_backward_d128_causal_bf16_late_lpt", "attention_backward_d128_causal_bf16_late_cvt2"]
         }
+        Some("attention_backward_d128_bf16") => vec![
+            "attention_backward_d128_bf16_persistent",
+            "attention_backward_d128_bf16_persistent_dyn",
+            "attention_backward_d128_bf16_red_cvt",
+            "attention_backward_d128_bf16_cvt",
+            "attention_backward_d128_bf16_cvt2",
+        ],
         Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
-            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
+            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt", "attention_backward_d64_bf16_cvt2"]
         }
-        Some("attention_backward_d64_bf16_red") => {
-            vec!["attention_backward_d64_bf16_red_persistent", "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt"]
-        }
-        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt"],
+        Some("attention_backward_d64_bf16_red") => vec![
+            "attention_backward_d64_bf16_red_persistent",
+            "attention_backward_d64_bf16_red_persistent_dyn",
+            "attention_backward_d64_bf16_red_cvt",
+            "attention_backward_d64_bf16_cvt2",
+        ],
+        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt", "attention_backward_d64_causal_bf16_late_cvt2"],
         _ => vec![],
     }
 }
@@ -556,6 +572,8 @@ pub(crate) fn attention_backward<T: Element>(
     if inputs.iter().any(|a| !a.ptr().is_multiple_of(16))
         || !dk.kernel_arg_mut().ptr().is_multiple_of(4)
         || !dv.kernel_arg_mut().ptr().is_multiple_of(4)
+        // The instances converting dQ themselves write it two elements at a time.
+        || !dq.kernel_arg_mut().ptr().is_multiple_of(4)
         || shape.q_len() / 8 > DQ_CONVERT_CHUNKS
     {
         return Ok(false);

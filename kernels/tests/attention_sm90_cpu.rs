@@ -343,3 +343,25 @@ fn s20_red_dq_conversion_has_one_writer_whatever_the_counters_hold() {
     let (_, none, _) = red_launch(CVT, s, grid, s * 64, 7).expect("counters past the wrap: no race");
     assert!(none.iter().all(|&x| x == 0x7fc1), "counters past the wrap: no warp converts");
 }
+
+/// Session 21: the `_cvt` instances (the bulk schedule converting dQ in the kernel) arrive on a
+/// counter per consumer share of a tile from the adding warp, a step after its bulk reductions,
+/// and the last arrival converts the share. As for `_red_cvt` above, each element of dQ must
+/// have one writer per launch whatever the counters hold: with S 256 (two key blocks, two
+/// arrivals per counter) counters at 0 give every element and are left at 0 (the reset
+/// protocol: the shares are zeroed too, which `cpu::attention_backward_sm90_kernel` asserts
+/// after every `_cvt` run in `check`), at 1 the first arrival converts, once; past the wrap
+/// none does. `Ok` is the race detector's single-writer check.
+#[test]
+fn s21_bulk_dq_conversion_has_one_writer_whatever_the_counters_hold() {
+    const CVT: &str = "attention_backward_d64_bf16_cvt2";
+    let (s, grid) = (256usize, (2u32, 1u32));
+    let (written, dq, counters) = red_launch(CVT, s, grid, s * 64, 0).expect("counters at 0: a clean launch");
+    assert!(written, "dK and dV are written (positive control)");
+    assert!(dq.iter().all(|&x| x != 0x7fc1), "counters at 0: every dQ element converted in the kernel");
+    assert!(counters.iter().all(|&c| c == 0), "counters at 0: left at 0 for the next launch (the reset protocol)");
+    let (_, early, _) = red_launch(CVT, s, grid, s * 64, 1).expect("counters one short of the wrap: no race");
+    assert!(early.iter().all(|&x| x != 0x7fc1), "counters at 1: the first arrival converts (early), once");
+    let (_, none, _) = red_launch(CVT, s, grid, s * 64, 7).expect("counters past the wrap: no race");
+    assert!(none.iter().all(|&x| x == 0x7fc1), "counters past the wrap: no warp converts");
+}

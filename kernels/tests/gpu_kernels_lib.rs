@@ -516,6 +516,40 @@ fn attention_backward_on_sm_90_matches_f64() {
     }
 }
 
+/// Session 21's `_cvt` backward instances (`hopper_backward_trial_kernels`: the bulk schedule
+/// converting dQ in the kernel, the adding warp arriving on a counter per tile share a step
+/// after its bulk reductions, the last arrival converting the share) against f64: D 128 without
+/// the mask (`[B, H, S, D]`, grouped heads, ragged: 300 positions), D 128 causal (`_late_cvt`,
+/// `[B, S, H, D]`, 333 queries over 200 keys and 130 over 500), D 64 with and without the mask
+/// (ragged, grouped). A share converted before every key block has added to it, or twice, or
+/// never, shows as a dQ far from f64.
+#[test]
+fn s21_bulk_dq_conversion_on_sm_90_matches_f64() {
+    let Some((context, stream)) = gpu("s21_bulk_dq_conversion_on_sm_90_matches_f64") else { return };
+    if context.device().arch().unwrap() != 90 {
+        eprintln!("not sm_90: no sm_90 backward here");
+        return;
+    }
+    let base = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    let cases = [
+        base,
+        Attention { causal: true, layout: Layout::Bshd, seq_q: 333, seq_kv: 200, ..base },
+        Attention { causal: true, seq_q: 130, seq_kv: 500, ..base },
+        Attention { head_dim: 64, seq_q: 257, seq_kv: 257, layout: Layout::Bshd, ..base },
+        Attention { head_dim: 64, causal: true, seq_q: 300, seq_kv: 300, heads_kv: 8, ..base },
+    ];
+    let mut ran = 0;
+    for shape in cases {
+        for trial in attention::hopper_backward_trial_kernels::<bf16>(&shape, 90) {
+            if trial.contains("_cvt") && !trial.ends_with("_red_cvt") {
+                attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
+                ran += 1;
+            }
+        }
+    }
+    assert!(ran >= cases.len(), "a `_cvt` instance per shape at least ({ran})");
+}
+
 /// Session 17's persistent backward instances (`hopper_backward_trial_kernels` for bf16 without
 /// the mask: a grid of at most one block per SM, each block taking key blocks `block, block +
 /// grid, ..` of all heads, or with `_dyn` the next from a counter) with more key blocks than the GPU has SMs, so that blocks take
@@ -592,13 +626,15 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
-        (base, "attention_d128_pingpong"),
+        (base, "attention_d128_pingpong_persistent"),
+        (Attention { seq_q: 1100, seq_kv: 1100, ..base }, "attention_d128_pingpong"),
         (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent"),
         (Attention { causal: true, ..base }, "attention_d128_causal_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 1000, seq_kv: 1000, causal: true, ..base }, "attention_d64_causal_pingpong_persistent_q2"),
         (Attention { head_dim: 64, seq_q: 130, seq_kv: 130, scale: Some(0.05), ..base }, "attention_d64_persistent"),
-        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64"),
+        (Attention { head_dim: 64, seq_q: 1500, seq_kv: 1500, ..one }, "attention_d64_persistent"),
+        (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, ..one }, "attention_d64"),
         (Attention { head_dim: 64, seq_q: 2100, seq_kv: 2100, causal: true, ..one }, "attention_d64_causal_pingpong"),
         (Attention { seq_q: 2050, seq_kv: 2050, ..one }, "attention_d128_pingpong_s3"),
         (Attention { seq_q: 2050, seq_kv: 2050, causal: true, ..one }, "attention_d128_causal_pingpong_s3"),

@@ -45,6 +45,21 @@
 //!   S 512-4k): the per-step device-scope fence in every consumer lane (`MEMBAR.ALL.GPU`, which
 //!   waits for the lane's `red`s to reach L2) costs far more than the conversion pass saves, so
 //!   they are not picked.
+//!   The `_cvt` trial instances (session 21; bf16, D 64 and 128, causal or not: the bulk
+//!   schedule, or with the mask `_late`'s) convert dQ themselves with no fence in the
+//!   consumers: the adding warp, after handing both consumers' tiles of step `n` back, waits
+//!   for its bulk reductions of step `n - LAG` to complete (`cp.async.bulk.wait_group 2 LAG`:
+//!   all but the newest `LAG` steps' groups; `_cvt` LAG 1, `_cvt2` LAG 2) and arrives on a
+//!   counter per consumer share of that tile (lane 0: device-scope fence, `atom.inc` wrapping
+//!   at the key blocks walking the tile); the arrival that completes a count converts the
+//!   share (the warp reads it back four quads a lane at a time, zeroes it and writes
+//!   `scale · dQ`, two head columns per 4-byte store). Same counters, the same reset protocol
+//!   and the same one-writer argument as `_red_cvt`; `dq` must be 4-byte aligned for both.
+//!   Measured on an H200 (session 21, `bench/results/s21-attn`): correct (GPU tests against
+//!   f64) but 0.41-0.61x the pick at D 128 (`_cvt2` 115 against 279 TFLOP/s at S 512, 297
+//!   against 486 at 4k), 0.29-0.39x with the mask, 0.39-0.48x at D 64: the adding warp's
+//!   per-step fence and atomic round trips (two a step) and, at short S, the conversions
+//!   themselves hold back its hand-offs, which the consumers wait for. Not picked.
 //!
 //! Instances (`attention_backward_d{64,128}[_causal]_{bf16,f16}`): the schedule above (with the
 //! causal mask, two key blocks per block); `_red`, where each consumer adds its `dQ` tile itself
@@ -223,7 +238,7 @@ mod body {
     use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
     use ferrocuda_device::unroll::unroll;
-    use ferrocuda_device::warp::shuffle;
+    use ferrocuda_device::warp::{shuffle, shuffle_xor};
     use ferrocuda_device::warpgroup;
     use ferrocuda_device::wgmma::{self, Descriptor, fence_accumulators_32, fence_accumulators_64};
 
@@ -636,6 +651,104 @@ mod body {
         });
     }
 
+    /// The adding warp's arrival on consumer `consumer`'s share of a `dQ` tile (the bulk path's
+    /// in-kernel conversion, session 21), once lane 0 has waited for its bulk reduction of it to
+    /// complete (`cp.async.bulk.wait_group`, a step after it was issued, so the wait is
+    /// normally over at once), and the conversion of the share when this arrival is the last of
+    /// the `contributors` (the key blocks walking the tile): lane 0 orders the completed bulk
+    /// adds before its arrival (device-scope fence) and increments the share's
+    /// counter (`inc_wrapping`, acquire and release); the warp that sees `contributors - 1`
+    /// reads the share back (its sums from every key block, from L2), zeroes it (so a launch
+    /// that completes leaves the accumulator and the counters as the next one needs them: the
+    /// reset protocol) and writes `scale · dQ` to `dq` in the problem's layout, rounded to the
+    /// element type, two neighbouring head columns per 4-byte store (lanes `l` and `l ^ 4` hold
+    /// neighbouring accumulator rows: a shuffle pairs them), queries `>= seq_q` skipped. The
+    /// consumers never wait for any of it: this warp is otherwise idle between hand-offs.
+    ///
+    /// `share` is the share's first f32 (`dq_acc_index(.., 0, 0)` plus `consumer · 64 · D / 2`):
+    /// lane `l` handles the quads of consumer threads `32 w + l` (quad `j` of thread `t` at
+    /// `4 (128 j + t)`, registers `4j..4j + 4` = accumulator rows `16 w + l / 4`, `+ 8`, columns
+    /// `8 j + 2 (l % 4)`, `+ 1`; rows are head columns `64 consumer + row` at D = 128, `row` at
+    /// D = 64; columns queries `q0 + col` at D = 128, `q0 + 32 consumer + col` at D = 64).
+    ///
+    /// # Safety
+    /// The whole warp runs it with the same arguments, `contributors >= 1`; lane 0 has waited
+    /// for this thread's bulk reduction into the share to complete; the share (`64 · D / 2`
+    /// f32 from `share`, 16-byte aligned) and `count` are global memory that only atomic
+    /// operations touch during the launch; `dq` (4-byte aligned) holds `B·Hq·seq_q·D` elements
+    /// that nothing else reads or writes during the launch but this conversion, whose writers
+    /// are distinct per counter (one per launch: `inc_wrapping`) and whose counters cover
+    /// distinct elements.
+    #[inline(always)]
+    unsafe fn convert_share_if_last<const D: u32, const F16: bool>(
+        share: *mut f32,
+        count: *mut u32,
+        contributors: u32,
+        dq: *mut u16,
+        problem: Problem,
+        (b, h, q0): (u32, u32, u32),
+        (consumer, lane): (u32, u32),
+    ) {
+        let mut old = 0;
+        if lane == 0 {
+            // The copy engine's adds are complete (`cp.async.bulk.wait_group`): the release of the
+            // arrival orders them, as FlashAttention-3's deterministic mode orders its bulk adds
+            // (no proxy fence here: `fence.proxy.async.global` would wait for this thread's bulk
+            // reductions still in flight, this step's too).
+            fence_acq_rel_device();
+            // SAFETY: the caller's contract.
+            old = unsafe { inc_wrapping(count, contributors - 1) };
+        }
+        if shuffle(old, 0) != contributors - 1 {
+            return;
+        }
+        // Lane 0's acquire, then every lane's reads (of what other blocks' copy engines added).
+        sync_warp(u32::MAX);
+        fence_acq_rel_device();
+        // Lanes whose accumulator rows are even (`l / 4` even) write the pair at query `col`,
+        // their partners (`l ^ 4`, the odd rows) the pair at `col + 1`.
+        let even = (lane / 4) % 2 == 0;
+        let col = 2 * (lane % 4) + if even { 0 } else { 1 };
+        // Four quads in flight per lane (the producer warpgroup has 24 registers a thread), in
+        // chunks of one consumer warp's quads `j0..j0 + 4` (2 KiB apart): the four loads are
+        // issued together (each `asm!` keeps its place, so they are written first), then the
+        // zeros, then the conversions, so that the chunk waits for L2 once.
+        for chunk in 0..D / 16 {
+            let (w, j0) = (4 * chunk / (D / 16), 4 * chunk % (D / 16));
+            // SAFETY: quads j0..j0 + 4 of consumer thread `32 w + lane` of the share (the
+            // caller's contract: inside it, atomic accesses only).
+            let base = unsafe { share.add(4 * (128 * j0 + 32 * w + lane) as usize) };
+            // SAFETY: as above (quad k: 512 f32 further).
+            let v: [[f32; 4]; 4] = core::array::from_fn(|k| unsafe { load_quad(base.add(512 * k)) });
+            unroll::<4>(|k| {
+                // SAFETY: as above.
+                unsafe { zero_quad(base.add(512 * k)) };
+            });
+            // The pair's first (even) accumulator row.
+            let row = 16 * w + ((lane / 4) & !1);
+            unroll::<4>(|k| {
+                let v = v[k];
+                let o: [f32; 4] = core::array::from_fn(|e| shuffle_xor(v[e], 4));
+                // (row, row + 1) at column `col` for rows `row` and `row + 8`.
+                let pairs = if even { [(v[0], o[0]), (v[2], o[2])] } else { [(o[1], v[1]), (o[3], v[3])] };
+                let c = 8 * (j0 + k as u32) + col;
+                let q = if D == 128 { q0 + c } else { q0 + 32 * consumer + c };
+                if q < problem.seq_q {
+                    unroll::<2>(|half| {
+                        let r = row + 8 * half as u32;
+                        let d = if D == 128 { 64 * consumer + r } else { r };
+                        let at = problem.q_at::<D>(b, h, q) + d as usize;
+                        let (lo, hi) = pairs[half];
+                        // SAFETY: q < seq_q, d + 1 < D, (b, h) a query head of the problem:
+                        // inside dq; `at` is even (D and d even) and dq 4-byte aligned; this warp
+                        // alone writes these elements in this launch (the caller's contract).
+                        unsafe { *(dq.add(at) as *mut u32) = pack::<F16>(lo * problem.scale, hi * problem.scale) };
+                    });
+                }
+            });
+        }
+    }
+
     /// The kernel body (see the module docs). `BULK_DQ`: the consumers hand their `dQ` tiles to
     /// the producer warpgroup's second warp through shared memory, which adds them to `dq_acc`
     /// with the copy engine (`cp.reduce.async.bulk`); otherwise each consumer adds its tile
@@ -673,6 +786,7 @@ mod body {
         const PERSISTENT: bool,
         const DYNAMIC: bool,
         const CONVERT: bool,
+        const LAG: u32,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -684,8 +798,9 @@ mod body {
         dq_count: *mut u32,
     ) {
         const { assert!(PERSISTENT || !DYNAMIC) };
-        // The in-kernel conversion is the `red.global.add` path's (its warps add their own rows).
-        const { assert!(!(CONVERT && BULK_DQ)) };
+        // The bulk path's in-kernel conversion (the adding warp's) counts whole units, not a
+        // work counter's.
+        const { assert!(!(CONVERT && DYNAMIC)) };
         // The persistent schedule walks key blocks of equal length (no mask): its blocks'
         // units are taken in turn, not balanced.
         const { assert!(!(PERSISTENT && CAUSAL)) };
@@ -863,6 +978,38 @@ mod body {
                 // The second warp adds the consumers' dQ tiles to dq_acc, one bulk reduction
                 // per consumer per step, issued by lane 0.
                 let lane = tid % 32;
+                // `CONVERT` on this path (`_cvt`, session 21): this warp's arrival on both
+                // consumers' shares of the tile of query head `h`, queries `q0..`, of batch entry
+                // `b`, once lane 0 has waited for its reductions of them to complete; the
+                // arrival that completes a share's count converts it (`convert_share_if_last`).
+                // Called a step after the reductions (or after a unit's last step), so the wait is
+                // normally over; the consumers never wait for it (the hand-offs are done first).
+                let arrive_bulk = |b: u32, h: u32, q0: u32| {
+                    let bhq = b * problem.heads_q + h;
+                    let contributors = if CAUSAL { (q0 / BQ / 2 + 1).min(nkb) } else { nkb };
+                    for c in 0..2 {
+                        let at = dq_acc_index(D, tiles, bhq, q0 / BQ, 0, 0) + (c * BQ * D / 2) as usize;
+                        // SAFETY: `at` starts consumer c's share of the tile (inside dq_acc, 16-byte
+                        // aligned: a multiple of 4 f32 from its aligned start), which this block's
+                        // bulk reduction (complete: waited for above) added to; the counter of
+                        // (tile, c) lies inside `dq_count` (`dq_count_len`, checked at the launch);
+                        // `dq_out` holds the shape's `B·Hq·seq_q·D` elements, 4-byte aligned
+                        // (checked), of which this warp writes only the share's, and only when
+                        // the counter hands it the last arrival (at most once per launch:
+                        // `inc_wrapping`); the whole warp calls it with the same arguments.
+                        unsafe {
+                            convert_share_if_last::<D, F16>(
+                                dq_acc.add(at),
+                                dq_count.add(dq_count_index(tiles, bhq, q0 / BQ, c, 0)),
+                                contributors,
+                                dq_out,
+                                problem,
+                                (b, h, q0),
+                                (c, lane),
+                            )
+                        };
+                    }
+                };
                 let mut g = 0;
                 for u in 0..units {
                     let (kb, b, hk) = if DYNAMIC {
@@ -901,7 +1048,30 @@ mod body {
                                 dq_empty(c).arrive();
                             }
                         }
+                        if CONVERT && n >= LAG {
+                            // Step n - LAG's two reductions (all but the newest 2 LAG groups)
+                            // are complete: arrive on them, converting a share that is done.
+                            if lane == 0 {
+                                if LAG == 1 {
+                                    store_wait::<2>();
+                                } else {
+                                    store_wait::<4>();
+                                }
+                            }
+                            let (h, q0) = w.at(n - LAG, hk * group);
+                            arrive_bulk(b, h, q0);
+                        }
                         g += 1;
+                    }
+                    if CONVERT && w.steps > 0 {
+                        // The unit's last LAG steps' reductions.
+                        if lane == 0 {
+                            store_wait::<0>();
+                        }
+                        for n in w.steps.saturating_sub(LAG)..w.steps {
+                            let (h, q0) = w.at(n, hk * group);
+                            arrive_bulk(b, h, q0);
+                        }
                     }
                 }
                 if lane == 0 {
@@ -1133,7 +1303,7 @@ mod body {
                         wgmma::commit();
                     }
                 }
-                if CONVERT && n > 0 {
+                if CONVERT && !BULK_DQ && n > 0 {
                     // The previous step's adds (dV and dK run meanwhile).
                     let (h, q0) = w.at(n - 1, hk * group);
                     arrive(b, h, q0);
@@ -1246,7 +1416,7 @@ mod body {
             } else {
                 (b, hk)
             };
-            if CONVERT && w.steps > 0 {
+            if CONVERT && !BULK_DQ && w.steps > 0 {
                 // The unit's last step's adds.
                 let (h, q0) = w.at(w.steps - 1, hk * group);
                 arrive(b, h, q0);
@@ -1443,7 +1613,7 @@ mod body {
             && (dk.as_mut_ptr() as usize).is_multiple_of(4)
             && (dv.as_mut_ptr() as usize).is_multiple_of(4)
             && (!DYNAMIC || !next.is_empty())
-            && (!CONVERT || (dq.len() as u64 >= q_len && dq_count.len() as u64 >= rows / BQ as u64 * 8));
+            && (!CONVERT || (dq.len() as u64 >= q_len && (dq.as_mut_ptr() as usize).is_multiple_of(4) && dq_count.len() as u64 >= rows / BQ as u64 * 8));
         shape && launch && operands
     }
 
@@ -1476,7 +1646,10 @@ mod body {
             ) {
                 let problem = Problem { seq_q, seq_kv, heads_q, heads_kv, bshd, scale, batch };
                 const DYNAMIC: bool = $dynamic;
-                const CONVERT: bool = $convert;
+                // 0: dQ converted by the conversion kernel; otherwise in the kernel, the arrivals
+                // `$convert` steps after the adds (the bulk path; `_red_cvt`: 1).
+                const LAG: u32 = $convert;
+                const CONVERT: bool = LAG > 0;
                 if !launch_ok::<$d, { $causal && $stagger }, $persistent, DYNAMIC, CONVERT>(
                     maps, map_words, [q, k, v, dout], [lse2, delta], &dq_acc, &mut dk, &mut dv, problem, &next, &mut dq, &dq_count,
                 ) {
@@ -1488,7 +1661,7 @@ mod body {
                 // and dQ's accumulator is only added to atomically); `next` is the launch's
                 // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT, LAG>(
                         [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
                         dq.as_mut_ptr(), dq_count.as_ptr(),
                     )
@@ -1498,7 +1671,7 @@ mod body {
             #[cfg(not(target_arch = "nvptx64"))]
             const BACKWARD: &[BackwardKernel] = &[$(BackwardKernel {
                 name: $name::SYMBOL,
-                converts_dq: $convert,
+                converts_dq: $convert > 0,
                 function: $name::function,
                 // SAFETY: forwarded (the field's contract).
                 launch: |stream: &ferrocuda_host::Stream, config: ferrocuda_host::LaunchConfig, a: GpuBackwardArgs<'_>| unsafe {
@@ -1521,38 +1694,43 @@ mod body {
     }
 
     kernels! {
-        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, false;
-        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, false;
-        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, false;
-        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, false;
-        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, false;
-        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, false;
-        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, false;
-        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, false;
-        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, false;
-        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, false;
-        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, false;
-        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, false;
-        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, false;
-        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, false;
-        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, false;
-        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, false;
-        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, false;
-        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, false;
-        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, false;
-        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, false;
-        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, false;
-        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, false;
-        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, false;
-        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, false;
-        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, true;
-        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, true;
-        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, true;
+        attention_backward_d64_bf16: 64, false, false, true, true, true, false, false, false, 0;
+        attention_backward_d64_bf16_red: 64, false, false, false, true, true, false, false, false, 0;
+        attention_backward_d64_bf16_late: 64, false, false, true, false, false, false, false, false, 0;
+        attention_backward_d64_bf16_red_persistent: 64, false, false, false, true, true, false, true, false, 0;
+        attention_backward_d64_bf16_red_persistent_dyn: 64, false, false, false, true, true, false, true, true, 0;
+        attention_backward_d64_causal_bf16: 64, true, false, true, true, true, false, false, false, 0;
+        attention_backward_d64_causal_bf16_red: 64, true, false, false, true, true, false, false, false, 0;
+        attention_backward_d64_causal_bf16_late: 64, true, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_bf16: 128, false, false, true, true, true, false, false, false, 0;
+        attention_backward_d128_bf16_red: 128, false, false, false, true, true, false, false, false, 0;
+        attention_backward_d128_bf16_late: 128, false, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_bf16_persistent: 128, false, false, true, true, true, false, true, false, 0;
+        attention_backward_d128_bf16_persistent_dyn: 128, false, false, true, true, true, false, true, true, 0;
+        attention_backward_d128_causal_bf16: 128, true, false, true, true, true, false, false, false, 0;
+        attention_backward_d128_causal_bf16_red: 128, true, false, false, true, true, false, false, false, 0;
+        attention_backward_d128_causal_bf16_late: 128, true, false, true, false, false, false, false, false, 0;
+        attention_backward_d128_causal_bf16_late_lpt: 128, true, false, true, false, false, true, false, false, 0;
+        attention_backward_d64_f16: 64, false, true, true, true, true, false, false, false, 0;
+        attention_backward_d64_f16_red: 64, false, true, false, true, true, false, false, false, 0;
+        attention_backward_d64_f16_late: 64, false, true, true, false, false, false, false, false, 0;
+        attention_backward_d64_causal_f16: 64, true, true, true, true, true, false, false, false, 0;
+        attention_backward_d64_causal_f16_red: 64, true, true, false, true, true, false, false, false, 0;
+        attention_backward_d64_causal_f16_late: 64, true, true, true, false, false, false, false, false, 0;
+        attention_backward_d128_f16: 128, false, true, true, true, true, false, false, false, 0;
+        attention_backward_d128_f16_red: 128, false, true, false, true, true, false, false, false, 0;
+        attention_backward_d128_f16_late: 128, false, true, true, false, false, false, false, false, 0;
+        attention_backward_d128_causal_f16: 128, true, true, true, true, true, false, false, false, 0;
+        attention_backward_d128_causal_f16_red: 128, true, true, false, true, true, false, false, false, 0;
+        attention_backward_d128_causal_f16_late: 128, true, true, true, false, false, false, false, false, 0;
+        attention_backward_d64_bf16_red_cvt: 64, false, false, false, true, true, false, false, false, 1;
+        attention_backward_d64_causal_bf16_red_cvt: 64, true, false, false, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_red_cvt: 128, false, false, false, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_cvt: 128, false, false, true, true, true, false, false, false, 1;
+        attention_backward_d128_bf16_cvt2: 128, false, false, true, true, true, false, false, false, 2;
+        attention_backward_d128_causal_bf16_late_cvt2: 128, true, false, true, false, false, false, false, false, 2;
+        attention_backward_d64_bf16_cvt2: 64, false, false, true, true, true, false, false, false, 2;
+        attention_backward_d64_causal_bf16_late_cvt2: 64, true, false, true, false, false, false, false, false, 2;
     }
 }
 
