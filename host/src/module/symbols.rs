@@ -455,7 +455,7 @@ mod tests {
             .visible .global .align 4 .u32 FILL = 1;\n\
             .visible .entry k(.param .u64 k_param_0) { ret; }\n";
         let symbols = ImageSymbols::scan(ptx.as_bytes(), true);
-        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible);
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false });
         assert_eq!(symbols.param_count("k"), Some(1));
     }
 
