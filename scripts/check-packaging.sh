@@ -32,7 +32,12 @@ verify_dir=target/package-verify
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ferrocuda-* "$verify_dir/package" \
   "$verify_dir"/debug/.fingerprint/ferrocuda-* "$verify_dir"/debug/deps/*ferrocuda_* "$verify_dir"/debug/build/ferrocuda-*
 
-meta=$(cargo metadata --no-deps --format-version 1)
+# The metadata goes through a file: as one environment variable or argument it passed Linux's
+# 128 KiB limit on a single string once the workspace grew (CI, 2026-11-29: "Argument list too long").
+meta_file=$(mktemp)
+trap 'rm -f "$meta_file"' EXIT
+cargo metadata --no-deps --format-version 1 >"$meta_file"
+meta=$(<"$meta_file")
 mapfile -t published < <(python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
@@ -46,9 +51,10 @@ for p in json.load(sys.stdin)["packages"]:
 echo "check-packaging: published: ${published[*]}; not published: ${unpublished[*]:-none}"
 
 # Metadata crates.io and docs.rs use.
-CARGO_METADATA="$meta" python3 - "${published[@]}" <<'PY' || fail "missing metadata (see above)"
+CARGO_METADATA_FILE="$meta_file" python3 - "${published[@]}" <<'PY' || fail "missing metadata (see above)"
 import json, os, sys
-packages = {p["name"]: p for p in json.loads(os.environ["CARGO_METADATA"])["packages"]}
+with open(os.environ["CARGO_METADATA_FILE"]) as f:
+    packages = {p["name"]: p for p in json.load(f)["packages"]}
 bad = False
 for name in sys.argv[1:]:
     p = packages[name]
