@@ -305,16 +305,13 @@ fn q3_a_device_only_cols_width_is_not_inside_the_unsafe_entry() {
     assert!(heading.starts_with("error[E0133]:") && heading.contains("requires unsafe block"), "{heading}\n{message}");
 }
 
-/// G19R-1 (audit 2026-11-28g), the device half: a kernel crate whose `::ferrocuda_device` is a
-/// module of its own (`extern crate self as ferrocuda_device;`, written through a macro so the
-/// builder's text check of `extern crate` items does not see it: that check is defence in
-/// depth), re-exporting the real device crate but for a `key_of` without a bound that returns
-/// 0. Its by-value parameter is plain data in the host build and a `&'static mut u32` in the
-/// device build. Before session 20 the device build compiled (the entry took the parameter as
-/// the device build's type, bounded by nothing but the renamed `key_of`) and a safe launch wrote
-/// 42 wherever the host's integer pointed. Now the entry rebuilds the parameter through the
-/// device crate's `by_value`, bounded by `Pod`, and the device build refuses the reference.
-const RENAMED_DEVICE_BY_VALUE: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
+/// The start of both G19R-1 rename crates: a macro makes `::ferrocuda_device` the crate itself
+/// (the builder's text check of `extern crate` items does not see it), re-exporting the real
+/// device crate but for a `key_of` that returns 0 ("unknown"), and `Word`, plain data in the
+/// host build and a `&'static mut u32` in the device build. A macro, so that `concat!` joins it.
+macro_rules! renamed_device_prelude {
+    () => {
+        r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 macro_rules! rename {
     ($name:ident) => {
         extern crate self as $name;
@@ -337,7 +334,22 @@ pub struct Word(pub u64);
 #[cfg(target_arch = "nvptx64")]
 #[repr(C)]
 pub struct Word(pub &'static mut u32);
+"#
+    };
+}
 
+/// G19R-1 (audit 2026-11-28g), the device half: a kernel crate whose `::ferrocuda_device` is a
+/// module of its own (`extern crate self as ferrocuda_device;`, written through a macro so the
+/// builder's text check of `extern crate` items does not see it: that check is defence in
+/// depth), re-exporting the real device crate but for a `key_of` without a bound that returns
+/// 0. Its by-value parameter is plain data in the host build and a `&'static mut u32` in the
+/// device build. Before session 20 the device build compiled (the entry took the parameter as
+/// the device build's type, bounded by nothing but the renamed `key_of`) and a safe launch wrote
+/// 42 wherever the host's integer pointed. Now the entry rebuilds the parameter through the
+/// device crate's `by_value`, bounded by `Pod`, and the device build refuses the reference.
+const RENAMED_DEVICE_BY_VALUE: &str = concat!(
+    renamed_device_prelude!(),
+    r#"
 impl Word {
     #[inline(always)]
     fn poke(self) {
@@ -352,32 +364,12 @@ impl Word {
 pub fn poke(w: Word) { // G19R-1:word
     w.poke();
 }
-"#;
+"#
+);
 
 #[test]
 fn g19r_1_a_renamed_device_runtime_gets_no_reference_by_value_on_the_device() {
-    let workspace = workspace();
-    let dir = workspace.join("target/test-scratch/g19r1-renamed-device");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    std::fs::write(
-        dir.join("Cargo.toml"),
-        format!(
-            "[package]\nname = \"g19r1-renamed-device\"\nversion = \"0.0.0\"\nedition = \"2024\"\n[lib]\ncrate-type = [\"rlib\"]\n\
-             [dependencies]\nreal_device = {{ package = \"ferrocuda-device\", path = \"{}\" }}\n\
-             bytemuck = {{ version = \"1\", features = [\"derive\"] }}\n[workspace]\n",
-            workspace.join("device").display()
-        ),
-    )
-    .unwrap();
-    std::fs::write(dir.join("src/lib.rs"), RENAMED_DEVICE_BY_VALUE).unwrap();
-    std::fs::copy(workspace.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
-    let target = workspace.join("target/ferrocuda-test-device");
-    let error = KernelBuilder::new(&dir)
-        .arch(Arch::SM_90)
-        .out_dir(&dir)
-        .target_dir(&target)
-        .build()
+    let error = build_with_real_device_as("g19r1-renamed-device", RENAMED_DEVICE_BY_VALUE)
         .expect_err("G19R-1: the device build took a `&'static mut u32` by value from a host integer");
     let message = ferrocuda_builder::strip_ansi(&error.to_string());
     println!("{message}");
@@ -419,30 +411,9 @@ fn build_with_real_device_as(name: &str, source: &str) -> Result<ferrocuda_build
 /// host's launcher module; the type tables are the device build's own), so this crate built and
 /// its kernels read the host's integers as `&'static mut u32`s and loaded through them. Now
 /// the entry rebuilds every slice through the device crate's `input`, bounded by `Pod` there.
-const RENAMED_DEVICE_SLICE_ELEMENTS: &str = r#"#![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
-macro_rules! rename {
-    ($name:ident) => {
-        extern crate self as $name;
-    };
-}
-rename!(ferrocuda_device);
-pub use real_device::*;
-pub mod __private {
-    pub use real_device::__private::*;
-    pub const fn key_of<T: ?Sized>() -> u64 {
-        0
-    }
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-#[repr(C)]
-pub struct Word(pub u64);
-
-#[cfg(target_arch = "nvptx64")]
-#[repr(C)]
-pub struct Word(pub &'static mut u32);
-
+const RENAMED_DEVICE_SLICE_ELEMENTS: &str = concat!(
+    renamed_device_prelude!(),
+    r#"
 use real_device::global::{DisjointSlice, unique_index};
 
 /// What the element holds: on the device, what its reference points to.
@@ -467,7 +438,8 @@ pub fn poke_optional(x: Option<&[Word]>, mut out: DisjointSlice<u32>) { // S21:o
         *o = peek(w);
     }
 }
-"#;
+"#
+);
 
 #[test]
 fn s21_g19r_1_a_renamed_device_runtime_gets_no_reference_as_a_slice_element_on_the_device() {
