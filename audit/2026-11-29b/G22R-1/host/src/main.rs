@@ -1,0 +1,74 @@
+//! G22R-1 repro: runs the two kernels of `g22r1-kernels` on the CPU executor (which reports
+//! nothing and gives the expected values) and, when a GPU is present, on the GPU (where the
+//! safe, in-bounds `SharedArray` accesses land outside the declared `.shared` array).
+//! `g22r1-host cpu` | `g22r1-host gpu-len` | `g22r1-host gpu-far` | `g22r1-host gpu-reduce`.
+//! GPU exit codes: 0 = REPRODUCED, 1 = NOT REPRODUCED, 2 = SKIPPED (no GPU).
+
+use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig as CpuConfig};
+use ferrocuda_host::{Context, Device, DeviceBuffer, LaunchConfig, Stream};
+use g22r1_kernels::{g22r1_multi_block_reduce, g22r1_shadowed_len, g22r1_shadowed_len_far};
+
+fn cpu() {
+    let executor = CpuExecutor::new();
+    let mut out = vec![0u32; 32];
+    let r = g22r1_shadowed_len::launch_cpu(&executor, CpuConfig::new(1u32, 32u32), &mut out);
+    println!("CPU g22r1_shadowed_len: {r:?}; guard read back: {:?}", &out[..8]);
+    let r = g22r1_shadowed_len_far::launch_cpu(&executor, CpuConfig::new(1u32, 32u32), &mut out);
+    println!("CPU g22r1_shadowed_len_far: {r:?}; guard read back: {:?}", &out[..8]);
+    let mut out = vec![0f32; 256];
+    let r = g22r1_multi_block_reduce::launch_cpu(&executor, CpuConfig::new(1u32, 256u32), &mut out);
+    println!("CPU g22r1_multi_block_reduce: {r:?}; guard read back: {:?}; sum in thread 32: {}", &out[..8], out[32]);
+}
+
+fn gpu(which: &str) -> i32 {
+    if !matches!(Device::count(), Ok(n) if n >= 1) {
+        println!("SKIPPED g22r1 {which}: no GPU");
+        return 2;
+    }
+    let context = Context::primary(0).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let (launched, guard): (Result<(), String>, Vec<f64>) = if which == "gpu-len" || which == "gpu-far" {
+        let mut out = DeviceBuffer::<u32>::zeroed(&context, 32).unwrap();
+        let r = if which == "gpu-len" {
+            g22r1_shadowed_len::launch(&stream, LaunchConfig::new(1u32, 32u32), &mut out)
+        } else {
+            g22r1_shadowed_len_far::launch(&stream, LaunchConfig::new(1u32, 32u32), &mut out)
+        }
+        .map_err(|e| e.to_string());
+        let r = r.and_then(|()| stream.synchronize().map_err(|e| e.to_string()));
+        let v = r.as_ref().ok().and_then(|_| out.to_vec().ok()).unwrap_or_default();
+        (r, v.iter().map(|&x| x as f64).collect())
+    } else {
+        let mut out = DeviceBuffer::<f32>::zeroed(&context, 256).unwrap();
+        let r = g22r1_multi_block_reduce::launch(&stream, LaunchConfig::new(1u32, 256u32), &mut out).map_err(|e| e.to_string());
+        let r = r.and_then(|()| stream.synchronize().map_err(|e| e.to_string()));
+        let v = r.as_ref().ok().and_then(|_| out.to_vec().ok()).unwrap_or_default();
+        (r, v.iter().map(|&x| x as f64).collect())
+    };
+    match launched {
+        Err(e) => {
+            println!("REPRODUCED g22r1 {which}: the safe kernel faulted on the GPU (CPU executor: no error): {e}");
+            0
+        }
+        Ok(()) => {
+            let bad = guard.iter().take(32).filter(|&&x| x != 7.0).count();
+            println!("g22r1 {which}: guard read back (first 8): {:?}; {bad} of 32 guard elements changed", &guard[..8.min(guard.len())]);
+            if bad > 0 {
+                println!("REPRODUCED g22r1 {which}: a shared array nobody wrote after the barrier was overwritten by in-bounds writes of another array (CPU executor: unchanged, no error)");
+                0
+            } else {
+                println!("NOT REPRODUCED g22r1 {which}: guard intact (ptxas may have placed `guard` before the short array; see the PTX/SASS)");
+                1
+            }
+        }
+    }
+}
+
+fn main() {
+    let which = std::env::args().nth(1).unwrap_or_else(|| "cpu".into());
+    if which == "cpu" {
+        cpu();
+    } else {
+        std::process::exit(gpu(&which));
+    }
+}
