@@ -64,10 +64,47 @@ fn gpu(which: &str) -> i32 {
     }
 }
 
+/// Attacks on `MultiBlockReduce` that the CPU executor should report (they are in "what held").
+fn probes() {
+    use ferrocuda_device::block::MultiBlockReduce;
+    use ferrocuda_device::shared_array;
+    use ferrocuda_device::thread::rank_in_block;
+    let executor = CpuExecutor::new();
+    // Two reducers of different N over one Copy `SharedArray`: B's partials (warp 16, k 0) are
+    // A's hand-off slot (32), written right after A's last barrier while others still read it.
+    let r = executor.run("probe_two_widths", CpuConfig::new(1u32, 1024u32), &|| {
+        let slots = shared_array![f32; 66];
+        let a = MultiBlockReduce::<f32, 1, 66>::new(slots);
+        let b = MultiBlockReduce::<f32, 2, 66>::new(slots);
+        for _ in 0..3 {
+            let [x] = a.sum_all([1.0]);
+            let [y, z] = b.sum_all([1.0, 2.0]);
+            assert!(x == 1024.0 && y == 1024.0 && z == 2048.0, "wrong sums {x} {y} {z}");
+        }
+    });
+    println!("probe two widths over one array: {r:?}");
+    // `op` calling a barrier inside a partial warp's tested fold.
+    let r = executor.run("probe_op_barrier", CpuConfig::new(1u32, 48u32), &|| {
+        let reduce = ferrocuda_device::multi_block_reduce!(f32; 1);
+        let _ = reduce.reduce_broadcast([1.0], |a, b| { ferrocuda_device::sync::sync_threads(); a + b }, |t| t);
+    });
+    println!("probe op with a barrier: {r:?}");
+    // The user's own accesses of the reducer's array.
+    let r = executor.run("probe_user_writes_slots", CpuConfig::new(1u32, 64u32), &|| {
+        let slots = shared_array![f32; 33];
+        let reduce = MultiBlockReduce::<f32, 1, 33>::new(slots);
+        let [s] = reduce.sum_all([1.0]);
+        slots.set(rank_in_block() as usize % 33, s);
+    });
+    println!("probe user writes the reducer's slots: {r:?}");
+}
+
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "cpu".into());
     if which == "cpu" {
         cpu();
+    } else if which == "probes" {
+        probes();
     } else {
         std::process::exit(gpu(&which));
     }
