@@ -6,7 +6,7 @@
 
 use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig as CpuConfig};
 use ferrocuda_host::{Context, Device, DeviceBuffer, LaunchConfig, Stream};
-use g22r1_kernels::{g22r1_multi_block_reduce, g22r1_shadowed_len, g22r1_shadowed_len_far};
+use g22r1_kernels::{g22r1_multi_block_reduce, g22r1_shadowed_len, g22r1_shadowed_len_far, g22r1_tag};
 
 fn cpu() {
     let executor = CpuExecutor::new();
@@ -17,10 +17,40 @@ fn cpu() {
     println!("CPU g22r1_shadowed_len_far: {r:?}; guard read back: {:?}", &out[..8]);
     let mut out = vec![0f32; 256];
     let r = g22r1_multi_block_reduce::launch_cpu(&executor, CpuConfig::new(1u32, 256u32), &mut out);
+    let mut tag_out = vec![0u32; 32];
+    let t = g22r1_tag::launch_cpu(&executor, CpuConfig::new(1u32, 32u32), &mut tag_out, 0x1234_5678, 7);
+    println!("CPU g22r1_tag (panics on purpose; the name is the executor's own): {t:?}");
     println!("CPU g22r1_multi_block_reduce: {r:?}; guard read back: {:?}; sum in thread 32: {}", &out[..8], out[32]);
 }
 
+/// The escalation (`g22r1_tag`): the panic report's kernel name read from an address the launch
+/// was never given.
+fn gpu_tag() -> i32 {
+    if !matches!(Device::count(), Ok(n) if n >= 1) {
+        println!("SKIPPED g22r1 gpu-tag: no GPU");
+        return 2;
+    }
+    let context = Context::primary(0).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let secret = DeviceBuffer::<u8>::from_slice(&context, b"SECRET-BYTES-NOT-LENT-TO-KERNEL!\0").unwrap();
+    let address = secret.device_ptr();
+    let mut out = DeviceBuffer::<u32>::zeroed(&context, 32).unwrap();
+    let r = g22r1_tag::launch(&stream, LaunchConfig::new(1u32, 32u32), &mut out, address, 7).and_then(|()| stream.synchronize());
+    let text = format!("{r:?}");
+    println!("g22r1 gpu-tag: {text}");
+    if text.contains("SECRET-BYTES") {
+        println!("REPRODUCED g22r1 gpu-tag: the panic report carries bytes of a buffer the safe kernel was never given");
+        0
+    } else {
+        println!("NOT REPRODUCED g22r1 gpu-tag (ptxas may have placed the tag before `big`; see ptx-sass.txt)");
+        1
+    }
+}
+
 fn gpu(which: &str) -> i32 {
+    if which == "gpu-tag" {
+        return gpu_tag();
+    }
     if !matches!(Device::count(), Ok(n) if n >= 1) {
         println!("SKIPPED g22r1 {which}: no GPU");
         return 2;

@@ -92,3 +92,32 @@ pub fn g22r1_multi_block_reduce(mut out: DisjointSlice<f32>) {
         *o = if t < 32 { guard.get(t) } else { sums[0] };
     }
 }
+
+/// The escalation: a kernel that can panic keeps its name for the panic report in shared
+/// memory (`__ferrocuda_kernel_tag`: the name's address and the address XOR a public constant),
+/// and the panic handler copies the bytes at that address into the host's record. `big` is
+/// declared with the module-level `LEN` (1 `u64`, 16 bytes with the alignment) and used with the
+/// local 4; thread 0 fills `big[1..4]` with `(secret, secret ^ KEY)` pairs at every 16-byte
+/// boundary, so whichever 16-byte slot ptxas gave the tag after `big` holds a valid-looking
+/// tag for `secret`, an address the launch was never given (a by-value `u64`). Then the
+/// kernel panics: the host's `KernelPanic` names the kernel with the bytes at `secret`.
+#[kernel]
+pub fn g22r1_tag(mut out: DisjointSlice<u32>, secret: u64, boom: u32) {
+    const LEN: usize = 4;
+    const KEY: u64 = 0x6665_7272_6f63_7564;
+    let big = shared_array![u64; LEN];
+    if thread_idx_x() == 0 {
+        let mut i = 1;
+        while i < LEN {
+            big.set(i, if i % 2 == 0 { secret } else { secret ^ KEY });
+            i += 1;
+        }
+    }
+    sync_threads();
+    if let Some(o) = out.get_mut(ferrocuda_device::global::unique_index()) {
+        *o = big.get(0) as u32;
+    }
+    if boom == 7 {
+        panic!("g22r1_tag: the kernel panics on purpose");
+    }
+}
