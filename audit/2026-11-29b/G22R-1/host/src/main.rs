@@ -84,7 +84,9 @@ fn gpu(which: &str) -> i32 {
             let bad = guard.iter().take(32).filter(|&&x| x != 7.0).count();
             println!("g22r1 {which}: guard read back (first 8): {:?}; {bad} of 32 guard elements changed", &guard[..8.min(guard.len())]);
             if bad > 0 {
-                println!("REPRODUCED g22r1 {which}: a shared array nobody wrote after the barrier was overwritten by in-bounds writes of another array (CPU executor: unchanged, no error)");
+                println!(
+                    "REPRODUCED g22r1 {which}: a shared array nobody wrote after the barrier was overwritten by in-bounds writes of another array (CPU executor: unchanged, no error)"
+                );
                 0
             } else {
                 println!("NOT REPRODUCED g22r1 {which}: guard intact (ptxas may have placed `guard` before the short array; see the PTX/SASS)");
@@ -116,7 +118,14 @@ fn probes() {
     // `op` calling a barrier inside a partial warp's tested fold.
     let r = executor.run("probe_op_barrier", CpuConfig::new(1u32, 48u32), &|| {
         let reduce = ferrocuda_device::multi_block_reduce!(f32; 1);
-        let _ = reduce.reduce_broadcast([1.0], |a, b| { ferrocuda_device::sync::sync_threads(); a + b }, |t| t);
+        let _ = reduce.reduce_broadcast(
+            [1.0],
+            |a, b| {
+                ferrocuda_device::sync::sync_threads();
+                a + b
+            },
+            |t| t,
+        );
     });
     println!("probe op with a barrier: {r:?}");
     // The user's own accesses of the reducer's array.

@@ -53,7 +53,12 @@ pub fn g22r1_shadowed_len_far(mut out: DisjointSlice<u32>) {
 }
 
 #[inline(always)]
-fn shadowed_body<const N: usize>(big: ferrocuda_device::shared::SharedArray<u32, N>, guard: ferrocuda_device::shared::SharedArray<u32, 32>, len: usize, out: &mut DisjointSlice<u32>) {
+fn shadowed_body<const N: usize>(
+    big: ferrocuda_device::shared::SharedArray<u32, N>,
+    guard: ferrocuda_device::shared::SharedArray<u32, 32>,
+    len: usize,
+    out: &mut DisjointSlice<u32>,
+) {
     let t = thread_idx_x() as usize;
     if t < 32 {
         guard.set(t, 7);
