@@ -111,6 +111,9 @@ pub fn g22r1_tag(mut out: DisjointSlice<u32>, secret: u64, boom: u32) {
     const LEN: usize = 4;
     const KEY: u64 = 0x6665_7272_6f63_7564;
     let big = shared_array![u64; LEN];
+    // Every thread's entry store of the tag is done before this barrier; thread 0's stores
+    // after it are the last to touch the tag.
+    sync_threads();
     if thread_idx_x() == 0 {
         let mut i = 1;
         while i < LEN {
