@@ -18,10 +18,10 @@
 //   V2 expandInputRowsKernel<bf16, false>           the same file and commit
 //   V3 preprocessTopkIdKernel                       csrc/moe/permute_unpermute_kernels/moe_permute_unpermute_kernel.cu
 //                                       at commit c30af8668c06a53ca6757f992f8bf9125e3fdd41
-//   Built as vLLM builds them: -O3 --expt-relaxed-constexpr, no fast math (-DPORTS10_VLLM). cutlass::Array and
-//   cutlass::sizeof_bits are replaced by the minimal stand-in below (what the kernels use of
-//   them: operator[], fill, size in bits; the arithmetic written as cutlass's operators do it,
-//   element by element), since the GPU machine has no cutlass checkout.
+//   Built as vLLM builds them: -O3 --expt-relaxed-constexpr, no fast math (-DPORTS10_VLLM).
+//   cutlass::Array and cutlass::sizeof_bits are replaced by the minimal stand-in below (what the
+//   kernels use of them, with cutlass's storage layouts), since the GPU machine has no cutlass
+//   checkout. The kernels' bodies are vLLM's.
 #include <cuda_runtime.h>
 #include <cuda_bf16.h>
 #include <cstdint>
@@ -287,10 +287,17 @@ __global__ void matmul_backward_bias_kernel1(floatX* dbias, const floatX* dout, 
 #endif // PORTS10_LLMC_NOFAST
 
 #ifdef PORTS10_VLLM
-// Stand-in for the parts of cutlass/numeric_size.h and cutlass/array.h the kernels use.
+// Stand-in for the parts of cutlass/numeric_size.h, cutlass/array.h and cutlass/array_subbyte.h
+// the kernels use, with cutlass's layouts: `Array<T, N, true>` (T of 32 bits or more) stores `T
+// storage[N]`; `Array<T, N, false>` (narrower T: __nv_bfloat16 here) stores the elements packed
+// in 32-bit words (`uint32_t storage[N / (32 / bits)]`, alignment 4, as array_subbyte.h's
+// Storage for a size that is a multiple of 32 bits) and reads and writes an element by shifts
+// and masks through a reference proxy. So a `DataElem` copy is four 4-byte accesses, as vLLM's
+// build makes it (not one 16-byte access: nothing aligns the array to 16).
 namespace cutlass {
 template <typename T> struct sizeof_bits { static constexpr int value = int(sizeof(T) * 8); };
-template <typename T, int N> struct Array {
+template <typename T, int N, bool RegisterSized = (sizeof_bits<T>::value >= 32)> struct Array;
+template <typename T, int N> struct Array<T, N, true> {
     using Element = T;
     static constexpr int kElements = N;
     T storage[N];
@@ -301,7 +308,40 @@ template <typename T, int N> struct Array {
         for (int i = 0; i < N; ++i) storage[i] = v;
     }
 };
-// cutlass/array.h's `multiplies<Array<T, N>>` (scalar * array) and `plus<Array<T, N>>`.
+template <typename T, int N> struct Array<T, N, false> {
+    using Element = T;
+    static constexpr int kElements = N;
+    static constexpr int kBits = sizeof_bits<T>::value;
+    static_assert((kBits * N) % 32 == 0, "the stand-in covers sizes of whole 32-bit words");
+    using Storage = uint32_t;
+    static constexpr int kElementsPerStoredItem = 32 / kBits;
+    static constexpr Storage kMask = (Storage(1) << kBits) - 1;
+    Storage storage[N / kElementsPerStoredItem];
+    struct reference {
+        Storage* ptr;
+        int idx;
+        __host__ __device__ operator T() const {
+            Storage item = (ptr[idx / kElementsPerStoredItem] >> ((idx % kElementsPerStoredItem) * kBits)) & kMask;
+            uint16_t bits = uint16_t(item);
+            return reinterpret_cast<T const&>(bits);
+        }
+        __host__ __device__ reference& operator=(T x) {
+            uint16_t bits = reinterpret_cast<uint16_t const&>(x);
+            int shift = (idx % kElementsPerStoredItem) * kBits;
+            Storage& word = ptr[idx / kElementsPerStoredItem];
+            word = (word & ~(kMask << shift)) | (Storage(bits) << shift);
+            return *this;
+        }
+    };
+    __host__ __device__ reference operator[](int i) { return reference{storage, i}; }
+    __host__ __device__ T operator[](int i) const {
+        Storage item = (storage[i / kElementsPerStoredItem] >> ((i % kElementsPerStoredItem) * kBits)) & kMask;
+        uint16_t bits = uint16_t(item);
+        return reinterpret_cast<T const&>(bits);
+    }
+};
+// cutlass/array.h's `multiplies<Array<T, N>>` (scalar * array) and `plus<Array<T, N>>`, element
+// by element.
 template <typename T, int N>
 __host__ __device__ Array<T, N> operator*(T const& s, Array<T, N> const& a) {
     Array<T, N> r;
