@@ -42,11 +42,7 @@ fn ln_back_case() -> LnBack {
     let mut g = Lcg::new(2);
     let inp = g.vec(rows * c, -2.0, 2.0);
     let mean: Vec<f32> = inp.chunks(c).map(|r| r.iter().sum::<f32>() / c as f32).collect();
-    let rstd: Vec<f32> = inp
-        .chunks(c)
-        .zip(&mean)
-        .map(|(r, m)| 1.0 / (r.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / c as f32 + 1e-5).sqrt())
-        .collect();
+    let rstd: Vec<f32> = inp.chunks(c).zip(&mean).map(|(r, m)| 1.0 / (r.iter().map(|x| (x - m) * (x - m)).sum::<f32>() / c as f32 + 1e-5).sqrt()).collect();
     LnBack { rows, c, dinp0: g.vec(rows * c, -1.0, 1.0), dout: g.vec(rows * c, -1.0, 1.0), inp, weight: g.vec(c, 0.5, 1.5), mean, rstd }
 }
 
@@ -88,14 +84,7 @@ struct Finalize {
 fn finalize_case() -> Finalize {
     let (tokens, k, cols) = (6, 3, 64);
     let mut g = Lcg::new(5);
-    Finalize {
-        tokens,
-        k,
-        cols,
-        rows: g.vec_bf16(tokens * k * cols, -2.0, 2.0),
-        scales: g.vec(tokens * k, 0.0, 1.0),
-        source_to_dest: g.permutation(tokens * k),
-    }
+    Finalize { tokens, k, cols, rows: g.vec_bf16(tokens * k * cols, -2.0, 2.0), scales: g.vec(tokens * k, 0.0, 1.0), source_to_dest: g.permutation(tokens * k) }
 }
 
 struct Expand {
@@ -291,8 +280,22 @@ fn ports10_on_the_gpu_match_the_cpu_executor() {
     let s = ln_back_case();
     let config = LaunchConfig::new(1, 64);
     let (mut d_cpu, mut dw_cpu, mut db_cpu) = (s.dinp0.clone(), vec![0.0f32; s.c], vec![0.0f32; s.c]);
-    llmc::layernorm_backward_kernel1::launch_cpu(&cpu, config, &mut d_cpu, &mut dw_cpu, &mut db_cpu, &s.dout, &s.inp, &s.weight, &s.mean, &s.rstd, 2, 5, s.c as u32)
-        .unwrap();
+    llmc::layernorm_backward_kernel1::launch_cpu(
+        &cpu,
+        config,
+        &mut d_cpu,
+        &mut dw_cpu,
+        &mut db_cpu,
+        &s.dout,
+        &s.inp,
+        &s.weight,
+        &s.mean,
+        &s.rstd,
+        2,
+        5,
+        s.c as u32,
+    )
+    .unwrap();
     let buf = |v: &[f32]| DeviceBuffer::from_slice(&cx, v).unwrap();
     let (mut d, mut dw, mut db) = (buf(&s.dinp0), buf(&vec![0.0; s.c]), buf(&vec![0.0; s.c]));
     let (dout, inp, w, m, r) = (buf(&s.dout), buf(&s.inp), buf(&s.weight), buf(&s.mean), buf(&s.rstd));
@@ -317,7 +320,8 @@ fn ports10_on_the_gpu_match_the_cpu_executor() {
     let n = s.b * s.t * s.c;
     let config = LaunchConfig::for_elements(n, 128);
     let mut out = DeviceBuffer::<bf16>::zeroed(&cx, n).unwrap();
-    let (inp, wte, wpe) = (DeviceBuffer::from_slice(&cx, &s.inp).unwrap(), DeviceBuffer::from_slice(&cx, &s.wte).unwrap(), DeviceBuffer::from_slice(&cx, &s.wpe).unwrap());
+    let (inp, wte, wpe) =
+        (DeviceBuffer::from_slice(&cx, &s.inp).unwrap(), DeviceBuffer::from_slice(&cx, &s.wte).unwrap(), DeviceBuffer::from_slice(&cx, &s.wpe).unwrap());
     llmc::encoder_forward_kernel2::launch(&st, config, &mut out, &inp, &wte, &wpe, s.b as u32, nz(s.t as u32), nz(s.c as u32)).unwrap();
     assert_eq!(out.to_vec().unwrap(), encoder_forward_ref(&s.inp, &s.wte, &s.wpe, s.t, s.c), "L4");
 
@@ -366,4 +370,78 @@ fn ports10_on_the_gpu_match_the_cpu_executor() {
     let map = DeviceBuffer::from_slice(&cx, &s.map).unwrap();
     vllm::preprocess_topk_id_kernel::launch(&st, config, &mut topk, s.topk.len() as u32, &map, e).unwrap();
     assert_eq!(topk.to_vec().unwrap(), preprocess_ref(&s.topk, &s.map), "V3");
+}
+
+// ---- the fix round (written from the SASS, before any GPU run) ----
+
+#[test]
+fn fix_round_kernels_give_their_first_tries_bits_with_tails() {
+    let cpu = CpuExecutor::new();
+    // L2: 102 columns (two past the last whole chunk of four).
+    let mut g = Lcg::new(21);
+    let (rows, c) = (7usize, 102usize);
+    let (dinp0, dout, inp, weight) = (g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5));
+    let (mean, rstd) = (g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2));
+    let config = LaunchConfig::new(1, 32);
+    let run = |x4: bool| {
+        let (mut d, mut dw, mut db) = (dinp0.clone(), vec![0.0f32; c], vec![0.0f32; c]);
+        let args = (&dout[..], &inp[..], &weight[..], &mean[..], &rstd[..]);
+        if x4 {
+            ferrocuda_ports10_kernels::fixes::layernorm_backward_kernel1_x4::launch_cpu(
+                &cpu,
+                config,
+                &mut d,
+                &mut dw,
+                &mut db,
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                1,
+                rows as u32,
+                c as u32,
+            )
+        } else {
+            llmc::layernorm_backward_kernel1::launch_cpu(
+                &cpu,
+                config,
+                &mut d,
+                &mut dw,
+                &mut db,
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                1,
+                rows as u32,
+                c as u32,
+            )
+        }
+        .unwrap();
+        (d, dw, db)
+    };
+    let (first, fixed) = (run(false), run(true));
+    assert_eq!(first.0, fixed.0, "L2 dinp: the same arithmetic in the same order");
+    let (want_d, want_dw, want_db) = layernorm_backward_ref(&dinp0, &dout, &inp, &weight, &mean, &rstd, c);
+    assert!(max_rel_err_f64(fixed.0.iter().map(|&v| v as f64), &want_d, 1e-2) < 1e-4);
+    assert!(max_rel_err_f64(fixed.1.iter().map(|&v| v as f64), &want_dw, 1e-2) < 1e-4, "L2 x4 dweight");
+    assert!(max_rel_err_f64(fixed.2.iter().map(|&v| v as f64), &want_db, 1e-2) < 1e-4, "L2 x4 dbias");
+
+    // V1: top-6 (two experts past the last group of four).
+    let (tokens, k, cols) = (5usize, 6usize, 48usize);
+    let rows_host = g.vec_bf16(tokens * k * cols, -2.0, 2.0);
+    let packs = Bf16x8::collect(&rows_host).unwrap();
+    let (scales, map) = (g.vec(tokens * k, 0.0, 1.0), g.permutation(tokens * k));
+    let config = LaunchConfig::new(tokens as u32, 32);
+    let (mut first, mut fixed) = (vec![Bf16x8::default(); tokens * cols / 8], vec![Bf16x8::default(); tokens * cols / 8]);
+    vllm::finalize_moe_routing_kernel::launch_cpu(&cpu, config, &packs, &mut first, &scales, &map, (cols / 8) as u32, k as u32).unwrap();
+    ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_x4::launch_cpu(&cpu, config, &packs, &mut fixed, &scales, &map, (cols / 8) as u32, k as u32)
+        .unwrap();
+    assert_eq!(Bf16x8::elements(&first), Bf16x8::elements(&fixed), "V1: the same FMAs in the same order");
+    let want = finalize_ref(&rows_host, &scales, &map, cols, k);
+    for (i, (got, want)) in Bf16x8::elements(&fixed).iter().zip(&want).enumerate() {
+        assert!((got.to_f64() - want).abs() <= want.abs() / 256.0 + 1e-5, "V1 x4 out[{i}] = {got}, want {want}");
+    }
 }

@@ -8,6 +8,7 @@
 
 ferrocuda_device::embed_kernels!();
 
+pub mod fixes;
 pub mod llmc;
 pub mod twins;
 pub mod vllm;

@@ -11,7 +11,7 @@ use ferrocuda::pack16::Bf16x8;
 use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
 use ferrocuda_bench_timing::{self as timing, PASSES, Result, Table, WARMUP, case, check_bits, check_f32, max_rel_err, ptr, reps_for, time_pair};
 use ferrocuda_ports10::Lcg;
-use ferrocuda_ports10_kernels::{llmc, twins, vllm};
+use ferrocuda_ports10_kernels::{fixes, llmc, twins, vllm};
 use half::bf16;
 
 const ONLY: &str = "PORTS10_ONLY";
@@ -35,7 +35,7 @@ fn main() -> Result<()> {
     // SAFETY: as above.
     let vm = unsafe { timing::load_cubin(&cx, "ports10_vllm", vllm_cubin)? };
     println!("twins: {llmc_cubin}, {nofast_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
-    let table = Table::new(36, 34);
+    let table = Table::new(40, 34);
     println!("{}", table.header());
 
     // L1: llm.c softmax_forward_kernel4, a block of 512 per row.
@@ -61,59 +61,99 @@ fn main() -> Result<()> {
     });
 
     // L2: llm.c layernorm_backward_kernel1, a thread per row (B 8, T 1024, C 768), block 256.
-    case(ONLY, "L2", || -> Result<()> {
-        let (b, t, c, block) = (8usize, 1024usize, 768usize, 256u32);
-        let rows = b * t;
-        let mut g = Lcg::new(12);
-        let dinp0 = g.vec(rows * c, -1.0, 1.0);
-        let host = [g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5), g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2)];
-        let [dout, inp, weight, mean, rstd] = host.each_ref().map(|v| DeviceBuffer::from_slice(&cx, v));
-        let (dout, inp, weight, mean, rstd) = (dout?, inp?, weight?, mean?, rstd?);
-        let (mut d, mut dw, mut db) = (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
-        let (mut td, mut tdw, mut tdb) = (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
-        let config = LaunchConfig::new((rows as u32).div_ceil(block), block);
-        let (bb, tt, cc) = (b as u32, t as u32, c as u32);
-        {
-            let mut run_ours = || -> Result<()> {
-                Ok(llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?)
-            };
-            let run_twin = || -> Result<()> {
-                // SAFETY: every buffer holds what B x T rows of C imply.
+    // The fix round's form (bench/ports10/kernels/src/fixes.rs) on the same inputs: `L2x4`.
+    for (label, fix) in [("L2", false), ("L2x4", true)] {
+        case(ONLY, label, || -> Result<()> {
+            let (b, t, c, block) = (8usize, 1024usize, 768usize, 256u32);
+            let rows = b * t;
+            let mut g = Lcg::new(12);
+            let dinp0 = g.vec(rows * c, -1.0, 1.0);
+            let host = [g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5), g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2)];
+            let [dout, inp, weight, mean, rstd] = host.each_ref().map(|v| DeviceBuffer::from_slice(&cx, v));
+            let (dout, inp, weight, mean, rstd) = (dout?, inp?, weight?, mean?, rstd?);
+            let (mut d, mut dw, mut db) = (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
+            let (mut td, mut tdw, mut tdb) =
+                (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
+            let config = LaunchConfig::new((rows as u32).div_ceil(block), block);
+            let (bb, tt, cc) = (b as u32, t as u32, c as u32);
+            {
+                let mut run_ours = || -> Result<()> {
+                    if fix {
+                        fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                    } else {
+                        llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                    }
+                    Ok(())
+                };
+                let run_twin = || -> Result<()> {
+                    // SAFETY: every buffer holds what B x T rows of C imply.
+                    unsafe {
+                        twins::twin_layernorm_backward_kernel1::launch_in(
+                            &lm,
+                            &st,
+                            config,
+                            ptr(&td),
+                            ptr(&tdw),
+                            ptr(&tdb),
+                            ptr(&dout),
+                            ptr(&inp),
+                            ptr(&weight),
+                            ptr(&mean),
+                            ptr(&rstd),
+                            bb as i32,
+                            tt as i32,
+                            cc as i32,
+                        )?
+                    };
+                    Ok(())
+                };
+                let reps = reps_for(&cx, &st, &mut run_ours)?;
+                let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+                st.synchronize()?;
+                // In place: one more launch of each on fresh copies for the check.
+                d.copy_from_host(&dinp0)?;
+                td.copy_from_host(&dinp0)?;
+                dw.fill(0.0)?;
+                db.fill(0.0)?;
+                tdw.fill(0.0)?;
+                tdb.fill(0.0)?;
+                if fix {
+                    fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                } else {
+                    llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                }
+                // SAFETY: as above.
                 unsafe {
                     twins::twin_layernorm_backward_kernel1::launch_in(
-                        &lm, &st, config, ptr(&td), ptr(&tdw), ptr(&tdb), ptr(&dout), ptr(&inp), ptr(&weight), ptr(&mean), ptr(&rstd), bb as i32, tt as i32, cc as i32,
+                        &lm,
+                        &st,
+                        config,
+                        ptr(&td),
+                        ptr(&tdw),
+                        ptr(&tdb),
+                        ptr(&dout),
+                        ptr(&inp),
+                        ptr(&weight),
+                        ptr(&mean),
+                        ptr(&rstd),
+                        bb as i32,
+                        tt as i32,
+                        cc as i32,
                     )?
                 };
-                Ok(())
-            };
-            let reps = reps_for(&cx, &st, &mut run_ours)?;
-            let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
-            st.synchronize()?;
-            // In place: one more launch of each on fresh copies for the check.
-            d.copy_from_host(&dinp0)?;
-            td.copy_from_host(&dinp0)?;
-            dw.fill(0.0)?;
-            db.fill(0.0)?;
-            tdw.fill(0.0)?;
-            tdb.fill(0.0)?;
-            llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
-            // SAFETY: as above.
-            unsafe {
-                twins::twin_layernorm_backward_kernel1::launch_in(
-                    &lm, &st, config, ptr(&td), ptr(&tdw), ptr(&tdb), ptr(&dout), ptr(&inp), ptr(&weight), ptr(&mean), ptr(&rstd), bb as i32, tt as i32, cc as i32,
-                )?
-            };
-            st.synchronize()?;
-            let check = format!(
-                "{}; {}; {} (atomics: any order)",
-                check_f32("dinp", &d.to_vec()?, &td.to_vec()?, 1e-5, max_rel_err),
-                check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, 1e-4, max_rel_err),
-                check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, 1e-4, max_rel_err)
-            );
-            table.row("L2 layernorm_backward_kernel1", &format!("{rows}x{c} f32, block {block}"), times, &check);
-        }
-        Ok(())
-    });
+                st.synchronize()?;
+                let check = format!(
+                    "{}; {}; {} (atomics: any order)",
+                    check_f32("dinp", &d.to_vec()?, &td.to_vec()?, 1e-5, max_rel_err),
+                    check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, 1e-4, max_rel_err),
+                    check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, 1e-4, max_rel_err)
+                );
+                let name = if fix { "L2 layernorm_backward_kernel1 (fix x4)" } else { "L2 layernorm_backward_kernel1" };
+                table.row(name, &format!("{rows}x{c} f32, block {block}"), times, &check);
+            }
+            Ok(())
+        });
+    }
 
     // L3: llm.c matmul_backward_bias_kernel1, a block of 512 per channel (B 8, T 1024, OC 3072), bf16.
     case(ONLY, "L3", || -> Result<()> {
@@ -128,7 +168,9 @@ fn main() -> Result<()> {
         let mut run_ours = || -> Result<()> { Ok(llmc::matmul_backward_bias_kernel1::launch(&st, config, &mut ours, &dout, bb, tt, occ)?) };
         let run_twin = || -> Result<()> {
             // SAFETY: dbias holds OC values, dout B x T x OC.
-            unsafe { twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_out), ptr(&dout), bb as i32, tt as i32, occ as i32)? };
+            unsafe {
+                twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_out), ptr(&dout), bb as i32, tt as i32, occ as i32)?
+            };
             Ok(())
         };
         let reps = reps_for(&cx, &st, &mut run_ours)?;
@@ -138,7 +180,9 @@ fn main() -> Result<()> {
         let twin_fresh = DeviceBuffer::from_slice(&cx, &dbias0)?;
         llmc::matmul_backward_bias_kernel1::launch(&st, config, &mut ours, &dout, bb, tt, occ)?;
         // SAFETY: as above.
-        unsafe { twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_fresh), ptr(&dout), bb as i32, tt as i32, occ as i32)? };
+        unsafe {
+            twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_fresh), ptr(&dout), bb as i32, tt as i32, occ as i32)?
+        };
         st.synchronize()?;
         let check = check_bits("bf16", &ours.to_vec()?, &twin_fresh.to_vec()?);
         table.row("L3 matmul_backward_bias_kernel1", &format!("{}x{oc} bf16, block {block}", b * t), times, &check);
@@ -157,10 +201,13 @@ fn main() -> Result<()> {
         let mut ours = DeviceBuffer::<bf16>::zeroed(&cx, n)?;
         let twin_out = DeviceBuffer::<bf16>::zeroed(&cx, n)?;
         let config = LaunchConfig::new((n as u32).div_ceil(block), block);
-        let mut run_ours = || -> Result<()> { Ok(llmc::encoder_forward_kernel2::launch(&st, config, &mut ours, &inp, &wte, &wpe, b as u32, nz(t as u32), nz(c as u32))?) };
+        let mut run_ours =
+            || -> Result<()> { Ok(llmc::encoder_forward_kernel2::launch(&st, config, &mut ours, &inp, &wte, &wpe, b as u32, nz(t as u32), nz(c as u32))?) };
         let run_twin = || -> Result<()> {
             // SAFETY: out B x T x C, inp B x T tokens below V, wte V x C, wpe T x C.
-            unsafe { twins::twin_encoder_forward_kernel2::launch_in(&lm, &st, config, ptr(&twin_out), ptr(&inp), ptr(&wte), ptr(&wpe), b as i32, t as i32, c as i32)? };
+            unsafe {
+                twins::twin_encoder_forward_kernel2::launch_in(&lm, &st, config, ptr(&twin_out), ptr(&inp), ptr(&wte), ptr(&wpe), b as i32, t as i32, c as i32)?
+            };
             Ok(())
         };
         let reps = reps_for(&cx, &st, &mut run_ours)?;
@@ -193,32 +240,53 @@ fn main() -> Result<()> {
     });
 
     // V1: vLLM finalizeMoeRoutingKernel<bf16, bf16, false>: 4096 tokens, top-8, 2048 wide, block 256.
-    case(ONLY, "V1", || -> Result<()> {
-        let (tokens, k, cols, block) = (4096usize, 8usize, 2048usize, 256u32);
-        let mut g = Lcg::new(16);
-        let rows = DeviceBuffer::from_slice(&cx, &Bf16x8::collect(&g.vec_bf16(tokens * k * cols, -2.0, 2.0)).ok_or("pack")?)?;
-        let scales = DeviceBuffer::from_slice(&cx, &g.vec(tokens * k, 0.0, 1.0))?;
-        let map = DeviceBuffer::from_slice(&cx, &g.permutation(tokens * k))?;
-        let num_valid = DeviceBuffer::from_slice(&cx, &[(tokens * k) as i64])?;
-        let mut ours = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
-        let twin_out = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
-        let config = LaunchConfig::new(tokens as u32, block);
-        let mut run_ours = || -> Result<()> { Ok(vllm::finalize_moe_routing_kernel::launch(&st, config, &rows, &mut ours, &scales, &map, (cols / 8) as u32, k as u32)?) };
-        let run_twin = || -> Result<()> {
-            // SAFETY: rows tokens k x cols, out tokens x cols, scales and map tokens x k (map a
-            // permutation of the expanded rows); num_valid one value (not read: CHECK_SKIPPED false).
-            unsafe {
-                twins::twin_finalize_moe_routing_kernel::launch_in(&vm, &st, config, ptr(&rows), ptr(&twin_out), ptr(&scales), ptr(&map), cols as i64, k as i64, ptr(&num_valid))?
+    for (label, fix) in [("V1", false), ("V1x4", true)] {
+        case(ONLY, label, || -> Result<()> {
+            let (tokens, k, cols, block) = (4096usize, 8usize, 2048usize, 256u32);
+            let mut g = Lcg::new(16);
+            let rows = DeviceBuffer::from_slice(&cx, &Bf16x8::collect(&g.vec_bf16(tokens * k * cols, -2.0, 2.0)).ok_or("pack")?)?;
+            let scales = DeviceBuffer::from_slice(&cx, &g.vec(tokens * k, 0.0, 1.0))?;
+            let map = DeviceBuffer::from_slice(&cx, &g.permutation(tokens * k))?;
+            let num_valid = DeviceBuffer::from_slice(&cx, &[(tokens * k) as i64])?;
+            let mut ours = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
+            let twin_out = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
+            let config = LaunchConfig::new(tokens as u32, block);
+            let mut run_ours = || -> Result<()> {
+                if fix {
+                    fixes::finalize_moe_routing_kernel_x4::launch(&st, config, &rows, &mut ours, &scales, &map, (cols / 8) as u32, k as u32)?;
+                } else {
+                    vllm::finalize_moe_routing_kernel::launch(&st, config, &rows, &mut ours, &scales, &map, (cols / 8) as u32, k as u32)?;
+                }
+                Ok(())
             };
+            let run_twin = || -> Result<()> {
+                // SAFETY: rows tokens k x cols, out tokens x cols, scales and map tokens x k (map a
+                // permutation of the expanded rows); num_valid one value (not read: CHECK_SKIPPED false).
+                unsafe {
+                    twins::twin_finalize_moe_routing_kernel::launch_in(
+                        &vm,
+                        &st,
+                        config,
+                        ptr(&rows),
+                        ptr(&twin_out),
+                        ptr(&scales),
+                        ptr(&map),
+                        cols as i64,
+                        k as i64,
+                        ptr(&num_valid),
+                    )?
+                };
+                Ok(())
+            };
+            let reps = reps_for(&cx, &st, &mut run_ours)?;
+            let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+            st.synchronize()?;
+            let check = check_bits("bf16x8", &ours.to_vec()?, &twin_out.to_vec()?);
+            let name = if fix { "V1 finalizeMoeRoutingKernel (fix x4)" } else { "V1 finalizeMoeRoutingKernel" };
+            table.row(name, &format!("{tokens}x{k}x{cols} bf16, block {block}"), times, &check);
             Ok(())
-        };
-        let reps = reps_for(&cx, &st, &mut run_ours)?;
-        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
-        st.synchronize()?;
-        let check = check_bits("bf16x8", &ours.to_vec()?, &twin_out.to_vec()?);
-        table.row("V1 finalizeMoeRoutingKernel", &format!("{tokens}x{k}x{cols} bf16, block {block}"), times, &check);
-        Ok(())
-    });
+        });
+    }
 
     // V2: vLLM expandInputRowsKernel<bf16, false>: 4096 tokens, top-8, 2048 wide, block 256.
     case(ONLY, "V2", || -> Result<()> {
@@ -235,8 +303,9 @@ fn main() -> Result<()> {
         let twin_out = DeviceBuffer::<Bf16x8>::zeroed(&cx, n * cols / 8)?;
         let (ts2d, tidx) = (DeviceBuffer::<i32>::zeroed(&cx, n)?, DeviceBuffer::<i32>::zeroed(&cx, n)?);
         let config = LaunchConfig::new(n as u32, block);
-        let mut run_ours =
-            || -> Result<()> { Ok(vllm::expand_input_rows_kernel::launch(&st, config, &input, &mut ours, &d2s, &mut s2d, &mut idx, (cols / 8) as u32, nz(k as u32))?) };
+        let mut run_ours = || -> Result<()> {
+            Ok(vllm::expand_input_rows_kernel::launch(&st, config, &input, &mut ours, &d2s, &mut s2d, &mut idx, (cols / 8) as u32, nz(k as u32))?)
+        };
         let run_twin = || -> Result<()> {
             // SAFETY: input tokens x cols, output and the maps n = tokens k rows; d2s a permutation of 0..n.
             unsafe {
