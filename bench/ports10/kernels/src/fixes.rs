@@ -9,7 +9,7 @@ use ferrocuda_device::kernel;
 use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
 
-/// [`crate::llmc::layernorm_backward_kernel1`] with both column loops stepping four columns at a
+/// [`crate::llmc::layernorm_backward_kernel1()`] with both column loops stepping four columns at a
 /// time (the three rows' loads of the four columns issued together, as nvcc's unrolled-by-4
 /// loops), then the `c % 4` columns one by one. The first try's first loop, a `for` over core's
 /// `zip` of three slice iterators, compiled rolled with plain `ld.global` (no `.nc`): three loads
@@ -99,7 +99,7 @@ pub fn layernorm_backward_kernel1_x4(
     }
 }
 
-/// [`crate::vllm::finalize_moe_routing_kernel`] taking the token's experts four at a time: the
+/// [`crate::vllm::finalize_moe_routing_kernel()`] taking the token's experts four at a time: the
 /// four map entries and scales, then the four rows' 16-byte packs loaded together, then the
 /// FMAs in the first try's order (expert 0 first); the `k % 4` last experts one by one. The first
 /// try's loop over `k` (known only at run time) stayed rolled: one pack in flight a thread, each
