@@ -1,0 +1,380 @@
+//! bench/ports10's GPU bench: each port beside its nvcc-built twin (`cuda/ports10.cu`), same
+//! inputs, same grid, timed with `ferrocuda-bench-timing`, then the outputs compared (bit for
+//! bit, or within the tolerance stated on the line). A report, not a test.
+//!
+//! `ports10_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN` (scripts/gpu-job.sh builds them);
+//! `PORTS10_ONLY=L1,V2` runs a subset.
+
+use std::num::NonZeroU32;
+
+use ferrocuda::pack16::Bf16x8;
+use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
+use ferrocuda_bench_timing::{self as timing, PASSES, Result, Table, WARMUP, case, check_bits, check_f32, max_rel_err, ptr, reps_for, time_pair};
+use ferrocuda_ports10::Lcg;
+use ferrocuda_ports10_kernels::{fixes, llmc, twins, vllm};
+use half::bf16;
+
+const ONLY: &str = "PORTS10_ONLY";
+
+fn nz(v: u32) -> NonZeroU32 {
+    timing::nz(v)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let [_, llmc_cubin, nofast_cubin, vllm_cubin] = &args[..] else {
+        return Err("usage: ports10_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN (nvcc's builds of bench/ports10/cuda/ports10.cu)".into());
+    };
+    let cx = Context::primary(0)?;
+    let st = Stream::new(&cx)?;
+    timing::print_device(&cx)?;
+    // SAFETY: the cubins are nvcc's output for ports10.cu (scripts/gpu-job.sh builds them).
+    let lm = unsafe { timing::load_cubin(&cx, "ports10_llmc", llmc_cubin)? };
+    // SAFETY: as above.
+    let lm_nofast = unsafe { timing::load_cubin(&cx, "ports10_llmc_nofast", nofast_cubin)? };
+    // SAFETY: as above.
+    let vm = unsafe { timing::load_cubin(&cx, "ports10_vllm", vllm_cubin)? };
+    println!("twins: {llmc_cubin}, {nofast_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
+    let table = Table::new(40, 34);
+    println!("{}", table.header());
+
+    // L1: llm.c softmax_forward_kernel4, a block of 512 per row.
+    case(ONLY, "L1", || -> Result<()> {
+        let (n, c, block) = (4096usize, 8192usize, 512u32);
+        let inp = DeviceBuffer::from_slice(&cx, &Lcg::new(11).vec(n * c, -8.0, 8.0))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&cx, n * c)?;
+        let twin_out = DeviceBuffer::<f32>::zeroed(&cx, n * c)?;
+        let config = LaunchConfig::new(n as u32, block);
+        let twin_config = config.with_shared_bytes(block / 32 * 4);
+        let mut run_ours = || -> Result<()> { Ok(llmc::softmax_forward_kernel4::launch(&st, config, &mut ours, &inp, n as u32, c as u32)?) };
+        let run_twin = || -> Result<()> {
+            // SAFETY: out and inp hold n x c floats; the dynamic shared memory is a float a warp.
+            unsafe { twins::twin_softmax_forward_kernel4::launch_in(&lm, &st, twin_config, ptr(&twin_out), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        let check = check_f32("", &ours.to_vec()?, &twin_out.to_vec()?, 1e-5, max_rel_err);
+        table.row("L1 softmax_forward_kernel4", &format!("{n}x{c} f32, block {block}"), times, &check);
+        Ok(())
+    });
+
+    // L2: llm.c layernorm_backward_kernel1, a thread per row (B 8, T 1024, C 768), block 256.
+    // The fix round's form (bench/ports10/kernels/src/fixes.rs) on the same inputs: `L2x4`.
+    for (label, fix) in [("L2", false), ("L2x4", true)] {
+        case(ONLY, label, || -> Result<()> {
+            let (b, t, c, block) = (8usize, 1024usize, 768usize, 256u32);
+            let rows = b * t;
+            let mut g = Lcg::new(12);
+            let dinp0 = g.vec(rows * c, -1.0, 1.0);
+            let host = [g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5), g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2)];
+            let [dout, inp, weight, mean, rstd] = host.each_ref().map(|v| DeviceBuffer::from_slice(&cx, v));
+            let (dout, inp, weight, mean, rstd) = (dout?, inp?, weight?, mean?, rstd?);
+            let (mut d, mut dw, mut db) = (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
+            let (mut td, mut tdw, mut tdb) =
+                (DeviceBuffer::from_slice(&cx, &dinp0)?, DeviceBuffer::<f32>::zeroed(&cx, c)?, DeviceBuffer::<f32>::zeroed(&cx, c)?);
+            let config = LaunchConfig::new((rows as u32).div_ceil(block), block);
+            let (bb, tt, cc) = (b as u32, t as u32, c as u32);
+            {
+                let mut run_ours = || -> Result<()> {
+                    if fix {
+                        fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                    } else {
+                        llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                    }
+                    Ok(())
+                };
+                let run_twin = || -> Result<()> {
+                    // SAFETY: every buffer holds what B x T rows of C imply.
+                    unsafe {
+                        twins::twin_layernorm_backward_kernel1::launch_in(
+                            &lm,
+                            &st,
+                            config,
+                            ptr(&td),
+                            ptr(&tdw),
+                            ptr(&tdb),
+                            ptr(&dout),
+                            ptr(&inp),
+                            ptr(&weight),
+                            ptr(&mean),
+                            ptr(&rstd),
+                            bb as i32,
+                            tt as i32,
+                            cc as i32,
+                        )?
+                    };
+                    Ok(())
+                };
+                let reps = reps_for(&cx, &st, &mut run_ours)?;
+                let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+                st.synchronize()?;
+                // In place: one more launch of each on fresh copies for the check.
+                d.copy_from_host(&dinp0)?;
+                td.copy_from_host(&dinp0)?;
+                dw.fill(0.0)?;
+                db.fill(0.0)?;
+                tdw.fill(0.0)?;
+                tdb.fill(0.0)?;
+                if fix {
+                    fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                } else {
+                    llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                }
+                // SAFETY: as above.
+                unsafe {
+                    twins::twin_layernorm_backward_kernel1::launch_in(
+                        &lm,
+                        &st,
+                        config,
+                        ptr(&td),
+                        ptr(&tdw),
+                        ptr(&tdb),
+                        ptr(&dout),
+                        ptr(&inp),
+                        ptr(&weight),
+                        ptr(&mean),
+                        ptr(&rstd),
+                        bb as i32,
+                        tt as i32,
+                        cc as i32,
+                    )?
+                };
+                st.synchronize()?;
+                let check = format!(
+                    "{}; {}; {} (atomics: any order)",
+                    check_f32("dinp", &d.to_vec()?, &td.to_vec()?, 1e-5, max_rel_err),
+                    check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, 1e-4, max_rel_err),
+                    check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, 1e-4, max_rel_err)
+                );
+                let name = if fix { "L2 layernorm_backward_kernel1 (fix x4)" } else { "L2 layernorm_backward_kernel1" };
+                table.row(name, &format!("{rows}x{c} f32, block {block}"), times, &check);
+            }
+            Ok(())
+        });
+    }
+
+    // L3: llm.c matmul_backward_bias_kernel1, a block of 512 per channel (B 8, T 1024, OC 3072), bf16.
+    case(ONLY, "L3", || -> Result<()> {
+        let (b, t, oc, block) = (8usize, 1024usize, 3072usize, 512u32);
+        let mut g = Lcg::new(13);
+        let dbias0 = g.vec_bf16(oc, -1.0, 1.0);
+        let dout = DeviceBuffer::from_slice(&cx, &g.vec_bf16(b * t * oc, -1.0, 1.0))?;
+        let mut ours = DeviceBuffer::from_slice(&cx, &dbias0)?;
+        let twin_out = DeviceBuffer::from_slice(&cx, &dbias0)?;
+        let config = LaunchConfig::new(oc as u32, block).with_shared_bytes(block * 4);
+        let (bb, tt, occ) = (b as u32, t as u32, oc as u32);
+        let mut run_ours = || -> Result<()> { Ok(llmc::matmul_backward_bias_kernel1::launch(&st, config, &mut ours, &dout, bb, tt, occ)?) };
+        let run_twin = || -> Result<()> {
+            // SAFETY: dbias holds OC values, dout B x T x OC.
+            unsafe {
+                twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_out), ptr(&dout), bb as i32, tt as i32, occ as i32)?
+            };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        ours.copy_from_host(&dbias0)?;
+        let twin_fresh = DeviceBuffer::from_slice(&cx, &dbias0)?;
+        llmc::matmul_backward_bias_kernel1::launch(&st, config, &mut ours, &dout, bb, tt, occ)?;
+        // SAFETY: as above.
+        unsafe {
+            twins::twin_matmul_backward_bias_kernel1::launch_in(&lm_nofast, &st, config, ptr(&twin_fresh), ptr(&dout), bb as i32, tt as i32, occ as i32)?
+        };
+        st.synchronize()?;
+        let check = check_bits("bf16", &ours.to_vec()?, &twin_fresh.to_vec()?);
+        table.row("L3 matmul_backward_bias_kernel1", &format!("{}x{oc} bf16, block {block}", b * t), times, &check);
+        Ok(())
+    });
+
+    // L4: llm.c encoder_forward_kernel2 (B 8, T 1024, C 768, V 50257), block 512, bf16.
+    case(ONLY, "L4", || -> Result<()> {
+        let (b, t, c, v, block) = (8usize, 1024usize, 768usize, 50257usize, 512u32);
+        let mut g = Lcg::new(14);
+        let tokens: Vec<i32> = (0..b * t).map(|_| (g.next_u32() % v as u32) as i32).collect();
+        let inp = DeviceBuffer::from_slice(&cx, &tokens)?;
+        let wte = DeviceBuffer::from_slice(&cx, &g.vec_bf16(v * c, -1.0, 1.0))?;
+        let wpe = DeviceBuffer::from_slice(&cx, &g.vec_bf16(t * c, -1.0, 1.0))?;
+        let n = b * t * c;
+        let mut ours = DeviceBuffer::<bf16>::zeroed(&cx, n)?;
+        let twin_out = DeviceBuffer::<bf16>::zeroed(&cx, n)?;
+        let config = LaunchConfig::new((n as u32).div_ceil(block), block);
+        let mut run_ours =
+            || -> Result<()> { Ok(llmc::encoder_forward_kernel2::launch(&st, config, &mut ours, &inp, &wte, &wpe, b as u32, nz(t as u32), nz(c as u32))?) };
+        let run_twin = || -> Result<()> {
+            // SAFETY: out B x T x C, inp B x T tokens below V, wte V x C, wpe T x C.
+            unsafe {
+                twins::twin_encoder_forward_kernel2::launch_in(&lm, &st, config, ptr(&twin_out), ptr(&inp), ptr(&wte), ptr(&wpe), b as i32, t as i32, c as i32)?
+            };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        let check = check_bits("bf16", &ours.to_vec()?, &twin_out.to_vec()?);
+        table.row("L4 encoder_forward_kernel2", &format!("{b}x{t}x{c} bf16, block {block}"), times, &check);
+        Ok(())
+    });
+
+    // L5: llm.c global_sum_single_block_kernel<float>, one block of 1024 over 65536 losses.
+    case(ONLY, "L5", || -> Result<()> {
+        let count = 64 * 1024usize;
+        let values = DeviceBuffer::from_slice(&cx, &Lcg::new(15).vec(count, 0.0, 11.0))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&cx, 1)?;
+        let twin_out = DeviceBuffer::<f32>::zeroed(&cx, 1)?;
+        let config = LaunchConfig::new(1, 1024);
+        let mut run_ours = || -> Result<()> { Ok(llmc::global_sum_single_block_kernel::launch(&st, config, &mut ours, &values, count as u64)?) };
+        let run_twin = || -> Result<()> {
+            // SAFETY: result one float, values count floats; one block.
+            unsafe { twins::twin_global_sum_single_block_kernel::launch_in(&lm, &st, config, ptr(&twin_out), ptr(&values), count as u64)? };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        let check = check_bits("f32", &ours.to_vec()?, &twin_out.to_vec()?);
+        table.row("L5 global_sum_single_block_kernel", &format!("{count} f32, 1 block of 1024"), times, &check);
+        Ok(())
+    });
+
+    // V1: vLLM finalizeMoeRoutingKernel<bf16, bf16, false>: 4096 tokens, top-8, 2048 wide, block 256.
+    for (label, fix) in [("V1", false), ("V1x4", true)] {
+        case(ONLY, label, || -> Result<()> {
+            let (tokens, k, cols, block) = (4096usize, 8usize, 2048usize, 256u32);
+            let mut g = Lcg::new(16);
+            let rows = DeviceBuffer::from_slice(&cx, &Bf16x8::collect(&g.vec_bf16(tokens * k * cols, -2.0, 2.0)).ok_or("pack")?)?;
+            let scales = DeviceBuffer::from_slice(&cx, &g.vec(tokens * k, 0.0, 1.0))?;
+            let map = DeviceBuffer::from_slice(&cx, &g.permutation(tokens * k))?;
+            let num_valid = DeviceBuffer::from_slice(&cx, &[(tokens * k) as i64])?;
+            let mut ours = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
+            let twin_out = DeviceBuffer::<Bf16x8>::zeroed(&cx, tokens * cols / 8)?;
+            let config = LaunchConfig::new(tokens as u32, block);
+            let mut run_ours = || -> Result<()> {
+                if fix {
+                    fixes::finalize_moe_routing_kernel_x4::launch(&st, config, &rows, &mut ours, &scales, &map, (cols / 8) as u32, k as u32)?;
+                } else {
+                    vllm::finalize_moe_routing_kernel::launch(&st, config, &rows, &mut ours, &scales, &map, (cols / 8) as u32, k as u32)?;
+                }
+                Ok(())
+            };
+            let run_twin = || -> Result<()> {
+                // SAFETY: rows tokens k x cols, out tokens x cols, scales and map tokens x k (map a
+                // permutation of the expanded rows); num_valid one value (not read: CHECK_SKIPPED false).
+                unsafe {
+                    twins::twin_finalize_moe_routing_kernel::launch_in(
+                        &vm,
+                        &st,
+                        config,
+                        ptr(&rows),
+                        ptr(&twin_out),
+                        ptr(&scales),
+                        ptr(&map),
+                        cols as i64,
+                        k as i64,
+                        ptr(&num_valid),
+                    )?
+                };
+                Ok(())
+            };
+            let reps = reps_for(&cx, &st, &mut run_ours)?;
+            let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+            st.synchronize()?;
+            let check = check_bits("bf16x8", &ours.to_vec()?, &twin_out.to_vec()?);
+            let name = if fix { "V1 finalizeMoeRoutingKernel (fix x4)" } else { "V1 finalizeMoeRoutingKernel" };
+            table.row(name, &format!("{tokens}x{k}x{cols} bf16, block {block}"), times, &check);
+            Ok(())
+        });
+    }
+
+    // V2: vLLM expandInputRowsKernel<bf16, false>: 4096 tokens, top-8, 2048 wide, block 256.
+    case(ONLY, "V2", || -> Result<()> {
+        let (tokens, k, cols, block) = (4096usize, 8usize, 2048usize, 256u32);
+        let n = tokens * k;
+        let mut g = Lcg::new(17);
+        let input = DeviceBuffer::from_slice(&cx, &Bf16x8::collect(&g.vec_bf16(tokens * cols, -2.0, 2.0)).ok_or("pack")?)?;
+        let d2s = DeviceBuffer::from_slice(&cx, &g.permutation(n))?;
+        let sorted_experts = DeviceBuffer::<i32>::zeroed(&cx, n)?;
+        let offsets = DeviceBuffer::<i64>::zeroed(&cx, 2)?;
+        let num_dest = DeviceBuffer::from_slice(&cx, &[n as i64])?;
+        let mut ours = DeviceBuffer::<Bf16x8>::zeroed(&cx, n * cols / 8)?;
+        let (mut s2d, mut idx) = (DeviceBuffer::<i32>::zeroed(&cx, n)?, DeviceBuffer::<i32>::zeroed(&cx, n)?);
+        let twin_out = DeviceBuffer::<Bf16x8>::zeroed(&cx, n * cols / 8)?;
+        let (ts2d, tidx) = (DeviceBuffer::<i32>::zeroed(&cx, n)?, DeviceBuffer::<i32>::zeroed(&cx, n)?);
+        let config = LaunchConfig::new(n as u32, block);
+        let mut run_ours = || -> Result<()> {
+            Ok(vllm::expand_input_rows_kernel::launch(&st, config, &input, &mut ours, &d2s, &mut s2d, &mut idx, (cols / 8) as u32, nz(k as u32))?)
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: input tokens x cols, output and the maps n = tokens k rows; d2s a permutation of 0..n.
+            unsafe {
+                twins::twin_expand_input_rows_kernel::launch_in(
+                    &vm,
+                    &st,
+                    config,
+                    ptr(&input),
+                    ptr(&twin_out),
+                    ptr(&sorted_experts),
+                    ptr(&d2s),
+                    ptr(&ts2d),
+                    ptr(&tidx),
+                    ptr(&offsets),
+                    tokens as i64,
+                    ptr(&num_dest),
+                    cols as i64,
+                    k as i64,
+                    1,
+                )?
+            };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        let check = format!(
+            "{}; {}; {}",
+            check_bits("rows", &ours.to_vec()?, &twin_out.to_vec()?),
+            check_bits("source_to_dest", &s2d.to_vec()?, &ts2d.to_vec()?),
+            check_bits("permuted_idx", &idx.to_vec()?, &tidx.to_vec()?)
+        );
+        table.row("V2 expandInputRowsKernel", &format!("{n}x{cols} bf16, block {block}"), times, &check);
+        Ok(())
+    });
+
+    // V3: vLLM preprocessTopkIdKernel: 65536 tokens x top-8 ids, 256 experts, block 1024.
+    case(ONLY, "V3", || -> Result<()> {
+        let (size, experts, block) = (65536usize * 8, 256usize, 1024u32);
+        let mut g = Lcg::new(18);
+        // A permutation: repeated launches on one buffer keep every id inside the map.
+        let map_host = g.permutation(experts);
+        let ids: Vec<i32> = (0..size).map(|_| (g.next_u32() % experts as u32) as i32).collect();
+        let map = DeviceBuffer::from_slice(&cx, &map_host)?;
+        let mut ours = DeviceBuffer::from_slice(&cx, &ids)?;
+        let twin_out = DeviceBuffer::from_slice(&cx, &ids)?;
+        let config = LaunchConfig::new((size as u32).div_ceil(block), block).with_shared_bytes(experts as u32 * 4);
+        let mut run_ours = || -> Result<()> { Ok(vllm::preprocess_topk_id_kernel::launch(&st, config, &mut ours, size as u32, &map, experts as u32)?) };
+        let run_twin = || -> Result<()> {
+            // SAFETY: topk_id size ids below num_experts (a permutation map keeps them there), the map num_experts.
+            unsafe { twins::twin_preprocess_topk_id_kernel::launch_in(&vm, &st, config, ptr(&twin_out), size as i32, ptr(&map), experts as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&cx, &st, &mut run_ours)?;
+        let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+        st.synchronize()?;
+        // In place: one more launch of each on fresh copies, with a map that marks half the
+        // experts not local (-1).
+        let half_map: Vec<i32> = map_host.iter().enumerate().map(|(e, &m)| if e % 2 == 1 { -1 } else { m }).collect();
+        let map2 = DeviceBuffer::from_slice(&cx, &half_map)?;
+        ours.copy_from_host(&ids)?;
+        let twin_fresh = DeviceBuffer::from_slice(&cx, &ids)?;
+        vllm::preprocess_topk_id_kernel::launch(&st, config, &mut ours, size as u32, &map2, experts as u32)?;
+        // SAFETY: as above (ids below num_experts before this one launch).
+        unsafe { twins::twin_preprocess_topk_id_kernel::launch_in(&vm, &st, config, ptr(&twin_fresh), size as i32, ptr(&map2), experts as i32)? };
+        st.synchronize()?;
+        let check = check_bits("i32", &ours.to_vec()?, &twin_fresh.to_vec()?);
+        table.row("V3 preprocessTopkIdKernel", &format!("{size} ids, {experts} experts, block {block}"), times, &check);
+        Ok(())
+    });
+    Ok(())
+}
