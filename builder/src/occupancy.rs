@@ -113,17 +113,31 @@ pub fn warnings(
             r.kernel,
             r.registers,
             if own.is_some() {
-                ""
+                String::new()
             } else {
                 // Session 21 (issue 30's ninth port, L3): "declare the block size" read as harmless
                 // and was followed with a bare `launch_bounds(256)`, whose `.maxntid` without a
                 // block count let ptxas cap the registers for full occupancy (39 -> 32 and a
                 // 16-byte spill).
-                "; to have this check use the size you launch, name it with `KernelBuilder::launch_block_threads(256)` (no cap), not a bare `#[kernel(launch_bounds(256))]`: `.maxntid` without a block count lets ptxas cap the registers for full occupancy and spill; where you do bound it, give the block count that keeps the registers nvcc uses (`launch_bounds(256, k)`, `k = 65536 / (256 x registers)` rounded down)"
+                per_kernel_remedies(arch, r.registers)
             },
         ));
     }
     lines
+}
+
+/// The tail of a warning for a kernel that declares no block size: how to name the size it is
+/// launched with **for this kernel** (issue 30, tenth port, gap 6: a crate launching at 256, 512
+/// and 1024 threads was told only of the crate-wide `launch_block_threads`). Each remedy is
+/// given with the block count that keeps the `registers` ptxas chose, worked out for 256 and
+/// 512 threads, so no register cap comes with it.
+fn per_kernel_remedies(arch: u32, registers: u32) -> String {
+    let keep = |threads: u32| blocks_per_sm(arch, registers, threads).max(1);
+    format!(
+        "; to have this check use the size this kernel is launched with, declare it on the kernel: `#[kernel(launch_bounds(N, k))]` with `k = 65536 / (N x {registers})` rounded down, which keeps these {registers} registers (`launch_bounds(256, {k256})`, `launch_bounds(512, {k512})`; a bare `launch_bounds(N)`, `.maxntid` without a block count, lets ptxas cap the registers for full occupancy and spill), or `#[kernel(reqntid(N))]` when every launch uses N threads (its `__assume_reqntid::<N>()` makes the block size a constant in the kernel; a GPU refuses other sizes); crate-wide, `KernelBuilder::launch_block_threads(N)` (no cap) names one size for every kernel of the crate",
+        k256 = keep(256),
+        k512 = keep(512),
+    )
 }
 
 #[cfg(test)]
@@ -174,6 +188,32 @@ ptxas info    : Used 130 registers, used 1 barriers, 400 bytes cmem[0]
         // 130 registers without a declaration: 1 block of 256 where 128 fit 2.
         let bounded: Vec<_> = lines.iter().filter(|l| l.contains("`bounded`")).collect();
         assert!(bounded.len() == 1 && bounded[0].contains("if launched with 256-thread blocks"), "{lines:?}");
+    }
+
+    /// Issue 30, tenth port, gap 6: llm.c's `layernorm_backward_kernel1` (40 registers, no
+    /// declared size) drew a warning at 1024 threads whose only remedy was the crate-wide
+    /// `launch_block_threads`, in a crate that launches at 256, 512 and 1024. The warning names
+    /// the per-kernel forms, with the block count that keeps the 40 registers (6 at 256).
+    #[test]
+    fn p30_ports10_gap6_occupancy_warning_names_the_per_kernel_remedies() {
+        let ptxas = "\
+ptxas info    : Compiling entry function 'layernorm_backward_kernel1' for 'sm_90'
+ptxas info    : Function properties for layernorm_backward_kernel1
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 0 barriers, 432 bytes cmem[0]
+";
+        let lines = warnings(90, &parse_resources(ptxas), &BTreeMap::new(), None, &[]);
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        let line = &lines[0];
+        assert!(line.contains("if launched with 1024-thread blocks") && line.contains("32 registers would fit two"), "{line}");
+        assert!(line.contains("declare it on the kernel"), "per kernel first: {line}");
+        assert!(line.contains("`launch_bounds(256, 6)`") && line.contains("`launch_bounds(512, 3)`"), "counts that keep 40 registers: {line}");
+        assert!(line.contains("`#[kernel(reqntid(N))]`") && line.contains("`__assume_reqntid::<N>()`"), "{line}");
+        assert!(line.contains("`KernelBuilder::launch_block_threads(N)`"), "the crate-wide form stays, named as such: {line}");
+        // A kernel that declares its size is told none of this: its size is the one checked.
+        let declared = BTreeMap::from([("layernorm_backward_kernel1".to_string(), (1024, 0))]);
+        let own = warnings(90, &parse_resources(ptxas), &declared, None, &[]);
+        assert!(own.len() == 1 && !own[0].contains("declare it on the kernel"), "{own:?}");
     }
 
     #[test]
