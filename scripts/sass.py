@@ -3,11 +3,14 @@
 kernel (NOPs left out) and the counts of the opcodes that decide a memory-bound kernel's speed.
 No GPU needed: nvdisasm reads the cubins.
 
-usage: scripts/sass.py [--arch sm_90] [--nvcc-flags FLAGS] [--nvcc PATH] OURS TWIN port_name=twin_symbol ...
+usage: scripts/sass.py [--arch sm_90] [--nvcc-flags FLAGS] [--nvcc PATH] [--profile P] OURS TWIN port_name=twin_symbol ...
 
 OURS  the port's cubin: a .cubin file; a .ptx file (compiled here with ptxas -O3 for --arch);
       or a kernel crate's package name (e.g. ferrocuda-ports7-llmc: the newest
-      target/{release,debug}/build/<package>-*/out/*.<arch>.cubin its build script wrote).
+      target/release/build/<package>-*/out/*.<arch>.cubin its build script wrote, the build the
+      benches run; target/debug only when there is no release one, or with --profile debug.
+      The file read is printed on stderr. The dev profile's device build keeps overflow checks:
+      issue 30's tenth port read 400 SASS instructions there against 139 in release).
 TWIN  the twin's cubin: a .cubin file, or a .cu file compiled here with nvcc -cubin for --arch
       and --nvcc-flags, which should be the GPU job's (bench/portsN/scripts/gpu-job.sh), e.g.
       --nvcc-flags "-O3 --use_fast_math -DPORTS7_LLMC" for ports7's llm.c twins.
@@ -31,25 +34,31 @@ def fail(message):
     sys.exit(f"sass.py: {message}")
 
 
-def crate_cubin(package, arch):
-    """The newest cubin for `arch` that the build script of `package` wrote."""
-    found = []
-    for profile in ("release", "debug"):
-        found += glob.glob(os.path.join(ROOT, "target", profile, "build", f"{package}-*", "out", f"*.{arch}.cubin"))
-    if not found:
-        fail(f"no {arch} cubin of the package {package} under target/*/build: build it first "
-             f"(cargo build --release -p {package}), or pass a .cubin or .ptx file")
-    return max(found, key=os.path.getmtime)
+def crate_cubin(package, arch, profile=None):
+    """The newest cubin for `arch` that the build script of `package` wrote in `profile`, or
+    without one in release (what the benches run) and only where there is none in debug: a
+    `cargo clippy` or `cargo test` without --release writes a newer dev-profile cubin, whose
+    device build keeps overflow checks (issue 30, tenth port: 400 SASS instructions against
+    the release build's 139 for one kernel), and "the newest of both" compared that one."""
+    for candidate in [profile] if profile else ["release", "debug"]:
+        found = glob.glob(os.path.join(ROOT, "target", candidate, "build", f"{package}-*", "out", f"*.{arch}.cubin"))
+        if found:
+            path = max(found, key=os.path.getmtime)
+            print(f"sass.py: OURS is {os.path.relpath(path, ROOT)} ({candidate} profile)", file=sys.stderr)
+            return path
+    where = f"target/{profile}" if profile else "target/release or target/debug"
+    fail(f"no {arch} cubin of the package {package} under {where}: build it first "
+         f"(cargo build --release -p {package}), or pass a .cubin or .ptx file")
 
 
-def ours_cubin(arg, arch, tmp):
+def ours_cubin(arg, arch, tmp, profile=None):
     if arg.endswith(".cubin"):
         return arg
     if arg.endswith(".ptx"):
         out = os.path.join(tmp, "ours.cubin")
         subprocess.run(["ptxas", "-O3", f"-arch={arch}", "-o", out, arg], check=True)
         return out
-    return crate_cubin(arg, arch)
+    return crate_cubin(arg, arch, profile)
 
 
 def twin_cubin(arg, arch, nvcc, flags, tmp):
@@ -103,9 +112,11 @@ def main():
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--nvcc", default=None)
     parser.add_argument("--nvcc-flags", default="-O3")
+    parser.add_argument("--profile", choices=["release", "debug"], default=None,
+                        help="the cargo profile whose cubin a package name means (default: release, else debug)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        ours = functions(ours_cubin(args.ours, args.arch, tmp))
+        ours = functions(ours_cubin(args.ours, args.arch, tmp, args.profile))
         twin = functions(twin_cubin(args.twin, args.arch, args.nvcc, args.nvcc_flags, tmp))
     for pair in args.pairs:
         if "=" not in pair:

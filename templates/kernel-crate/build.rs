@@ -10,7 +10,12 @@ fn main() {
     // does *not* refuse but compiles in software: FP8 conversions (`half::fp8::e4m3x2`, one
     // `cvt` instruction from sm_89, c10's rounding in software below it, as nvcc's
     // `cuda_fp8.hpp` under `-arch=sm_75`), even when the PTX runs on an H100/H200: add
-    // `.arch(Arch::SM_90)` for the instruction.
+    // `.arch(Arch::SM_90)` for the instruction. The same for bf16 below sm_80: `f32` to bf16
+    // (`x.to_bf16()`, `bf16::from_f32_rn`, `Bf16x2`/`Bf16x8::from_f32s`), bf16 `add_rn`/
+    // `sub_rn`/`mul_rn`/`fma_rn`, `Bf16x2::fma` and the 16-bit `max_num`/`min_num` are one
+    // instruction from `.arch(Arch::SM_80)` (or SM_90) on, software rounding (the same bits)
+    // in this default sm_75 PTX and in the sm_80/sm_90 cubins made from it. f16 conversions and
+    // `widen()` are one `cvt` from sm_75.
     // Other choices: `.cubin_arch(Arch::SM_90)` (cubins), `.fast_math(true)` (nvcc's
     // --use_fast_math), `.ptx_isa(8, 0)`, `.release(false)`, `.line_info(false)`,
     // `.fma(FmaContraction::Off)`, `.cfg("name")`, `.panic_messages(true)` (panic reports with
