@@ -73,6 +73,7 @@ pub mod panic_args;
 pub use hopper::pipeline;
 pub mod print;
 pub mod shared;
+pub mod shared_checked;
 pub mod shared_threads;
 pub mod shared_vector;
 pub mod sync;

@@ -389,10 +389,27 @@ fn fix_round_kernels_give_their_first_tries_bits_with_tails() {
     let (dinp0, dout, inp, weight) = (g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5));
     let (mean, rstd) = (g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2));
     let config = LaunchConfig::new(1, 32);
-    let run = |x4: bool| {
+    // 0: the first try, 1: `_x4`, 2: `_zip_fix` (session 22, gaps2).
+    let run = |variant: u32| {
         let (mut d, mut dw, mut db) = (dinp0.clone(), vec![0.0f32; c], vec![0.0f32; c]);
         let args = (&dout[..], &inp[..], &weight[..], &mean[..], &rstd[..]);
-        if x4 {
+        if variant == 2 {
+            ferrocuda_ports10_kernels::fixes::layernorm_backward_kernel1_zip_fix::launch_cpu(
+                &cpu,
+                config,
+                &mut d,
+                &mut dw,
+                &mut db,
+                args.0,
+                args.1,
+                args.2,
+                args.3,
+                args.4,
+                1,
+                rows as u32,
+                c as u32,
+            )
+        } else if variant == 1 {
             ferrocuda_ports10_kernels::fixes::layernorm_backward_kernel1_x4::launch_cpu(
                 &cpu,
                 config,
@@ -428,8 +445,11 @@ fn fix_round_kernels_give_their_first_tries_bits_with_tails() {
         .unwrap();
         (d, dw, db)
     };
-    let (first, fixed) = (run(false), run(true));
+    let (first, fixed, zip_fix) = (run(0), run(1), run(2));
     assert_eq!(first.0, fixed.0, "L2 dinp: the same arithmetic in the same order");
+    assert_eq!(first.0, zip_fix.0, "L2 zip_fix dinp: the same arithmetic in the same order");
+    assert!(max_rel_err_f64(zip_fix.1.iter().map(|&v| v as f64), &first.1.iter().map(|&v| v as f64).collect::<Vec<_>>(), 1e-2) < 1e-5, "L2 zip_fix dweight");
+    assert!(max_rel_err_f64(zip_fix.2.iter().map(|&v| v as f64), &first.2.iter().map(|&v| v as f64).collect::<Vec<_>>(), 1e-2) < 1e-5, "L2 zip_fix dbias");
     let (want_d, want_dw, want_db) = layernorm_backward_ref(&dinp0, &dout, &inp, &weight, &mean, &rstd, c);
     assert!(max_rel_err_f64(fixed.0.iter().map(|&v| v as f64), &want_d, 1e-2) < 1e-4);
     assert!(max_rel_err_f64(fixed.1.iter().map(|&v| v as f64), &want_dw, 1e-2) < 1e-4, "L2 x4 dweight");

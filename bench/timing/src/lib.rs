@@ -76,6 +76,33 @@
 //! SASS beside the twin's, without a GPU: `scripts/sass.py` at the repository's root.
 //! In-place kernels (a port that reads what it writes) time on the same buffer over and over;
 //! check them on one more launch of each on fresh copies of the input (bench/ports7's L4).
+//!
+//! # Twins whose source includes third-party headers
+//!
+//! The GPU machine has nvcc and CUDA's own headers, nothing else (no network: no cutlass, no
+//! PyTorch C++ headers, no flashinfer). A twin whose source includes such a header (vLLM's MoE
+//! kernels use `cutlass::Array<T, N>`) gets, in its `.cu` file, a **stand-in** for the few
+//! types it uses, written for the bench (not copied from the library), that keeps the
+//! library's *memory layout*, because the layout decides the twin's speed: issue 30's tenth
+//! port (bench/ports10/cuda/ports10.cu) first wrote `Array<bf16, 8>` as `T storage[N]` (eight
+//! 2-byte loads a pack); cutlass's `Array<T, N, false>` for a 16-bit `T` stores 32-bit words
+//! (four 4-byte loads a pack, alignment 4), and that is what vLLM's kernel runs. So:
+//!
+//! - Read the library's definition of each type the kernel touches (storage type, element
+//!   count, alignment, which operator the kernel calls) and give the stand-in the same; say in
+//!   a comment which library version it follows and what it leaves out.
+//! - Put the stand-ins behind the twin's own `#define` (`-DPORTS10_VLLM`) so the other twins
+//!   of the file build without them.
+//! - Build with the project's own flags where its source needs one: vLLM's kernels call
+//!   `std::min` inside a `constexpr` expression, which nvcc accepts only with
+//!   `--expt-relaxed-constexpr` (vLLM's CMake passes it); llm.c's `--use_fast_math`. Put the
+//!   same flags in the job script's nvcc line and in `scripts/sass.py --nvcc-flags`, or the
+//!   SASS compared is not the one timed.
+//! - Say in the port's RESULTS.md that the ratio is against the stand-in, and what its layout
+//!   does (bench/ports10: cutlass's 4-byte words where the source's comment asks for 128-bit
+//!   loads).
+//! - `extern "C"` wrappers are not needed: give a template's mangled name to the stub's
+//!   `#[kernel(name = "..")]` (`nvdisasm -c twin.cubin | grep '.type.*@function'` lists them).
 
 use std::error::Error;
 use std::num::NonZeroU32;

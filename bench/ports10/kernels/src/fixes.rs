@@ -151,3 +151,74 @@ pub fn finalize_moe_routing_kernel_x4(
         Bf16x8::from_f32s(thread_output).store(o);
     }
 }
+
+/// [`crate::llmc::layernorm_backward_kernel1()`] with one change (session 22, gaps2; issue 30's
+/// tenth port, gap 3): its first loop, `for ((&x, &d), &w) in inp.iter().zip(dout).zip(weight)`,
+/// written as `inp.iter().zip(dout).zip(weight).for_each(|((&x, &d), &w)| ..)`. The `for` loop
+/// calls `Zip::next`, whose `Option` of three references LLVM keeps as three pointer phis joined
+/// with the null of `None` (the loop's exit test is that null, not the index): NVPTX traces a
+/// load to a read-only kernel parameter only through pointers, so all three reads were plain
+/// `ld.global`, one column a step. `for_each` runs core's `fold` of a zip of slice iterators,
+/// a counted loop over indices: `ld.global.nc`, unrolled by 4 by LLVM and again by ptxas (575
+/// SASS instructions against 252, 110 `LDG.E.CONSTANT`). The same sums in the same order: the
+/// first try's bits.
+// Launched with 256 threads a block (the bench's); 6 blocks of 256 an SM hold its registers.
+#[kernel(cols(dinp = c), launch_bounds(256, 6))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel1_zip_fix(
+    mut dinp: DisjointSlice<f32, SegmentRows<1>>,
+    dweight: AtomicSlice<f32>,
+    dbias: AtomicSlice<f32>,
+    dout: &[f32],
+    inp: &[f32],
+    weight: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    b: u32,
+    t: u32,
+    c: u32,
+) {
+    let _ = (b, t);
+    let me = segment_row::<1>();
+    let idx = me.row() as usize;
+    let Some(mut row) = dinp.row_mut(me) else { return };
+    let span = row.span();
+    let (Some(dout_bt), Some(inp_bt), Some(weight), Some(&mean_bt), Some(&rstd_bt)) =
+        (dout.get(span.clone()), inp.get(span), weight.get(..c as usize), mean.get(idx), rstd.get(idx))
+    else {
+        return;
+    };
+
+    // first: two reduce operations (the one change: `for_each`, not a `for` loop)
+    let mut dnorm_mean = 0.0f32;
+    let mut dnorm_norm_mean = 0.0f32;
+    inp_bt.iter().zip(dout_bt).zip(weight).for_each(|((&x, &d), &w)| {
+        let norm_bti = (x - mean_bt) * rstd_bt;
+        let dnorm_i = w * d;
+        dnorm_mean += dnorm_i;
+        dnorm_norm_mean += dnorm_i * norm_bti;
+    });
+    dnorm_mean = dnorm_mean.fast_div(c as f32);
+    dnorm_norm_mean = dnorm_norm_mean.fast_div(c as f32);
+
+    // now iterate again and accumulate all the gradients (as the first try)
+    for i in 0..c as usize {
+        let (x, d, w) = (inp_bt[i], dout_bt[i], weight[i]);
+        let norm_bti = (x - mean_bt) * rstd_bt;
+        let dnorm_i = w * d;
+        if let Some(a) = dbias.get(i) {
+            a.add(d);
+        }
+        if let Some(a) = dweight.get(i) {
+            a.add(norm_bti * d);
+        }
+        let mut dval = 0.0f32;
+        dval += dnorm_i;
+        dval -= dnorm_mean;
+        dval -= norm_bti * dnorm_norm_mean;
+        dval *= rstd_bt;
+        if let Some(o) = row.get_mut(i) {
+            *o += dval;
+        }
+    }
+}

@@ -61,8 +61,10 @@ fn main() -> Result<()> {
     });
 
     // L2: llm.c layernorm_backward_kernel1, a thread per row (B 8, T 1024, C 768), block 256.
-    // The fix round's form (bench/ports10/kernels/src/fixes.rs) on the same inputs: `L2x4`.
-    for (label, fix) in [("L2", false), ("L2x4", true)] {
+    // The fix round's forms (bench/ports10/kernels/src/fixes.rs) on the same inputs: `L2x4`, and
+    // `L2zip` (session 22, gaps2: the first try with its first loop as `for_each`). `fix`: 0 the
+    // first try, 1 `_x4`, 2 `_zip_fix`.
+    for (label, fix) in [("L2", 0u32), ("L2x4", 1), ("L2zip", 2)] {
         case(ONLY, label, || -> Result<()> {
             let (b, t, c, block) = (8usize, 1024usize, 768usize, 256u32);
             let rows = b * t;
@@ -78,7 +80,11 @@ fn main() -> Result<()> {
             let (bb, tt, cc) = (b as u32, t as u32, c as u32);
             {
                 let mut run_ours = || -> Result<()> {
-                    if fix {
+                    if fix == 2 {
+                        fixes::layernorm_backward_kernel1_zip_fix::launch(
+                            &st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc,
+                        )?;
+                    } else if fix == 1 {
                         fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
                     } else {
                         llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
@@ -117,7 +123,9 @@ fn main() -> Result<()> {
                 db.fill(0.0)?;
                 tdw.fill(0.0)?;
                 tdb.fill(0.0)?;
-                if fix {
+                if fix == 2 {
+                    fixes::layernorm_backward_kernel1_zip_fix::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
+                } else if fix == 1 {
                     fixes::layernorm_backward_kernel1_x4::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
                 } else {
                     llmc::layernorm_backward_kernel1::launch(&st, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, bb, tt, cc)?;
@@ -148,7 +156,7 @@ fn main() -> Result<()> {
                     check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, 1e-4, max_rel_err),
                     check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, 1e-4, max_rel_err)
                 );
-                let name = if fix { "L2 layernorm_backward_kernel1 (fix x4)" } else { "L2 layernorm_backward_kernel1" };
+                let name = ["L2 layernorm_backward_kernel1", "L2 layernorm_backward_kernel1 (fix x4)", "L2 layernorm_backward_kernel1 (zip fix)"][fix as usize];
                 table.row(name, &format!("{rows}x{c} f32, block {block}"), times, &check);
             }
             Ok(())
