@@ -134,7 +134,7 @@ pub fn warnings(
 fn per_kernel_remedies(arch: u32, registers: u32) -> String {
     let keep = |threads: u32| blocks_per_sm(arch, registers, threads).max(1);
     format!(
-        "; to have this check use the size this kernel is launched with, declare it on the kernel: `#[kernel(launch_bounds(N, k))]` with `k = 65536 / (N x {registers})` rounded down, which keeps these {registers} registers (`launch_bounds(256, {k256})`, `launch_bounds(512, {k512})`; a bare `launch_bounds(N)`, `.maxntid` without a block count, lets ptxas cap the registers for full occupancy and spill), or `#[kernel(reqntid(N))]` when every launch uses N threads (its `__assume_reqntid::<N>()` makes the block size a constant in the kernel; a GPU refuses other sizes); crate-wide, `KernelBuilder::launch_block_threads(N)` (no cap) names one size for every kernel of the crate",
+        "; to have this check use the size this kernel is launched with, declare it on the kernel: `#[kernel(launch_bounds(N, k))]` with `k = 65536 / (N x {registers})` rounded down, which keeps these {registers} registers (`launch_bounds(256, {k256})`, `launch_bounds(512, {k512})`; a bare `launch_bounds(N)`, `.maxntid` without a block count, lets ptxas cap the registers for full occupancy and spill), or `#[kernel(reqntid(N))]` when every launch uses N threads (its `__assume_reqntid::<N>()` makes the block size a constant in the kernel; a GPU refuses other sizes; like a bare `launch_bounds(N)` it has no block count, so check the registers ptxas -v reports then); crate-wide, `KernelBuilder::launch_block_threads(N)` (no cap) names one size for every kernel of the crate",
         k256 = keep(256),
         k512 = keep(512),
     )
