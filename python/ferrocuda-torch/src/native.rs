@@ -210,7 +210,7 @@ fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py
         let exit = c_method(&class, "__exit__")?;
         return Ok((class.into_any(), enter, exit));
     }
-    if !made_by_c(&class)? || class.name()?.to_string() != "_DisableTorchDispatch" {
+    if !made_by_c(&class)? || class.name()? != "_DisableTorchDispatch" {
         return Err(replaced(what));
     }
     let dict = class.getattr(intern!(py, "__dict__"))?;
