@@ -131,6 +131,9 @@ impl fmt::Display for BuildError {
                 for note in crate::gated_module_notes(*arch, diagnostics) {
                     write!(f, "\n{note}")?;
                 }
+                if let Some(note) = crate::inner_build::refused_feature_note(diagnostics) {
+                    write!(f, "\n{note}")?;
+                }
                 Ok(())
             }
             Self::MissingPtx { arch, expected, toolchain, produced } => {

@@ -48,7 +48,7 @@ impl InnerBuild<'_> {
         }
         let mut emit = std::ffi::OsString::from("--emit=asm=");
         emit.push(asm);
-        command.args(["--", "-Clinker=/bin/true"]).arg(emit);
+        command.args(["--", "-Clinker=/bin/true"]).arg(emit).arg(allow_features());
         clean_environment(&mut command);
         let profile = if self.release { "RELEASE" } else { "DEV" };
         command
@@ -96,6 +96,50 @@ impl InnerBuild<'_> {
             Err(e) => Err(BuildError::Io { what: format!("reading the PTX {}", asm.display()), source: e }),
         }
     }
+}
+
+/// The unstable language features a kernel crate may enable: what `#[kernel]` entry points
+/// (`extern "ptx-kernel"`) and the device library's inline assembly need, the ones every kernel
+/// crate of this project declares (`#![cfg_attr(target_arch = "nvptx64", no_std,
+/// feature(abi_ptx, asm_experimental_arch))]`).
+///
+/// `RUSTC_BOOTSTRAP=1` is set for the device build only because `-Zbuild-std=core` needs it
+/// (there is no stable way to build `core` for `nvptx64`); it would otherwise open every nightly
+/// feature to the kernel crate, some of them unsound by design (`specialization`) or made to
+/// get around the language's checks (`rustc_attrs`, `lang_items`, `negative_impls`), so that
+/// safe kernel code could break what the launchers and the kernel model rely on (session 22).
+/// `-Zallow-features` limits the kernel crate to this list: rustc refuses any other feature
+/// (E0725), and the builder's error says why ([`crate::BuildError::Compile`]).
+///
+/// It reaches the kernel crate only (`cargo rustc`'s arguments after `--`): `core` needs its own
+/// features, and cargo has no flag for "every crate but the standard library's" (its own
+/// `-Zallow-features` does not reach rustc). The kernel crate's dependencies are therefore not
+/// restricted: `ferrocuda-device` enables `stdarch_nvptx`, `asm_experimental_arch`,
+/// `trivial_bounds` and `link_llvm_intrinsics` (reviewed with the crate), and a dependency of
+/// the user's own with `#![feature(..)]` is the user's to review, like any `unsafe` in it.
+pub const KERNEL_CRATE_FEATURES: &[&str] = &["abi_ptx", "asm_experimental_arch"];
+
+/// The rustc flag that limits the kernel crate to [`KERNEL_CRATE_FEATURES`].
+fn allow_features() -> String {
+    format!("-Zallow-features={}", KERNEL_CRATE_FEATURES.join(","))
+}
+
+/// What rustc says when a crate enables a feature `-Zallow-features` does not list (E0725).
+const FEATURE_REFUSED: &str = "is not in the list of allowed features";
+
+/// The builder's note for a kernel crate whose `#![feature(..)]` was refused: which features are
+/// allowed and why the others are not. `None` when `diagnostics` has no such refusal.
+pub(crate) fn refused_feature_note(diagnostics: &str) -> Option<String> {
+    if !diagnostics.contains(FEATURE_REFUSED) {
+        return None;
+    }
+    Some(format!(
+        "note: a kernel crate may enable only the unstable features {} (`ferrocuda_builder::KERNEL_CRATE_FEATURES`). The device \
+         build sets RUSTC_BOOTSTRAP=1 only to build `core` for nvptx64 (-Zbuild-std), not to open nightly Rust to kernel code: \
+         other features can break, from safe code, what the launchers and the kernel model rely on. Remove the `#![feature(..)]` \
+         (or move code that needs it into a dependency of the kernel crate, which you review yourself)",
+        KERNEL_CRATE_FEATURES.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ")
+    ))
 }
 
 /// Code-like files (`.s`, `.ptx`, `.ll`, `.bc`, `.o`) under `dir` written at or after `since`,
@@ -371,7 +415,7 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
         let command = build.command(Path::new("/t/sm_80"), &["-Ctarget-cpu=sm_80".into(), "--cfg".into(), "x".into()], Path::new("/out/k.sm_80.s"));
         let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         let separator = args.iter().position(|a| a == "--").expect("a -- separator");
-        assert_eq!(&args[separator + 1..], ["-Clinker=/bin/true", "--emit=asm=/out/k.sm_80.s"]);
+        assert_eq!(&args[separator + 1..], ["-Clinker=/bin/true", "--emit=asm=/out/k.sm_80.s", "-Zallow-features=abi_ptx,asm_experimental_arch"]);
         assert!(!args[..separator].iter().any(|a| a.contains("emit") || a.contains("target-cpu")), "{args:?}");
         let env: Vec<(String, String)> =
             command.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
@@ -379,6 +423,21 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
         assert!(env.contains(&("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS".into(), "false".into())), "Q11: the profile's overflow checks are explicit: {env:?}");
         assert!(env.contains(&("RUSTC".into(), "/tc/rustc".into())) && env.contains(&("RUSTC_BOOTSTRAP".into(), "1".into())), "{env:?}");
         assert_eq!(build.dep_info_file(Path::new("/t/sm_80")), Path::new("/t/sm_80/nvptx64-nvidia-cuda/release/k.d"));
+    }
+
+    /// Session 22: `RUSTC_BOOTSTRAP=1` (for `-Zbuild-std`) opened every nightly feature to the
+    /// kernel crate; rustc now gets `-Zallow-features` for it, and a refusal gets a note that
+    /// says which features are allowed and why (the device build of a fixture that enables
+    /// `never_type` is `s22_a_kernel_crate_feature_outside_the_list_is_refused`, builder/tests/device_features.rs).
+    #[test]
+    fn s22_kernel_crate_features_are_limited_and_a_refusal_says_why() {
+        assert_eq!(allow_features(), "-Zallow-features=abi_ptx,asm_experimental_arch");
+        let rustc = "error[E0725]: the feature `never_type` is not in the list of allowed features\n --> src/lib.rs:2:22";
+        let note = refused_feature_note(rustc).expect("a note for a refused feature");
+        assert!(note.contains("`abi_ptx`, `asm_experimental_arch`") && note.contains("RUSTC_BOOTSTRAP=1") && note.contains("Remove"), "{note}");
+        assert_eq!(refused_feature_note("error[E0308]: mismatched types"), None);
+        let error = crate::BuildError::Compile { arch: crate::Arch::SM_80, diagnostics: rustc.into() };
+        assert!(error.to_string().contains("KERNEL_CRATE_FEATURES"), "{error}");
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub use call_graph::{IndirectCall, Recursion, indirect_call_kernels, recursive_k
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use fast_math::flush_approximate_divisions;
-pub use inner_build::strip_ansi;
+pub use inner_build::{KERNEL_CRATE_FEATURES, strip_ansi};
 pub use kernel_tag::remove_dead_kernel_tags;
 pub use launch_bounds::apply_launch_bounds;
 pub use manifest::lib_crate_name;

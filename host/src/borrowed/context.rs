@@ -31,8 +31,8 @@ pub struct BorrowedContext<'a> {
 }
 
 impl<'a> BorrowedContext<'a> {
-    /// Borrows the context `raw`. A primary context is made current on this thread (as
-    /// [`Context::primary`] does); another is not (see [`Context::from_raw`]).
+    /// Borrows the context `raw`. It is not made current on this thread, whatever its kind
+    /// (see [`Context::from_raw`]).
     ///
     /// # Safety
     /// `raw` is a live CUDA context, and its owner neither destroys nor resets it (nor, for a
@@ -100,11 +100,12 @@ impl Context {
     /// A [`Context`] for the context `raw` another library owns, kept alive by `keep_alive`
     /// (for example an `Arc` of the owner's context object), which is dropped with the last
     /// ferrocuda handle that uses the context. A primary context is retained like
-    /// [`Context::primary`] (`keep_alive` is then dropped right away, and the primary context
-    /// is made current, as [`Context::primary`] does). Another context is not made current:
-    /// ferrocuda's calls bind it for their own driver calls and make the context current
-    /// before them current again (the CUDA runtime of another library would allocate in it,
-    /// and its owner destroys it); [`Context::push_current`] makes it current for your own.
+    /// [`Context::primary`] (`keep_alive` is then dropped right away). Neither kind is made
+    /// current: ferrocuda's calls bind the context for their own driver calls and make the
+    /// context current before them current again (the CUDA runtime of another library would
+    /// allocate in a borrowed context, and its owner destroys it; a primary context left
+    /// current would move another library's current device: session 22);
+    /// [`Context::push_current`] makes it current for your own.
     ///
     /// # Safety
     /// `raw` is a live CUDA context that stays valid (not destroyed, not reset) while
@@ -127,7 +128,8 @@ unsafe fn adopt(raw: sys::CUcontext, keep_alive: Option<Arc<dyn Any + Send + Syn
     }
     let device = device_of(raw)?;
     if is_active_primary(device)? {
-        let primary = Context::primary(device.ordinal())?;
+        // Retained, not made current (session 22: borrowing changes no thread's current context).
+        let primary = Context::retain_primary(device.ordinal())?;
         if primary.raw() == raw {
             return Ok(primary);
         }

@@ -67,9 +67,9 @@ pub fn context(ctx: &Arc<CudaContext>) -> Result<Context> {
     });
     let (context, stale) = context;
     drop(stale); // outside the lock: dropping a last handle waits for its context's work
-    // Not bound here (session 21, G20R-4's class): cudarc makes its context current before
-    // each of its own calls, and ferrocuda's calls bind it for theirs and restore what was
-    // current (a primary context is made current by `Context::from_raw`, as by `primary`).
+    // Not bound here (session 21, G20R-4's class; session 22 for a primary context): cudarc
+    // makes its context current before each of its own calls, and ferrocuda's calls bind it for
+    // theirs and restore what was current.
     context
 }
 

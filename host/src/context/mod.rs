@@ -164,15 +164,27 @@ impl Context {
     /// millisecond or more) and unloaded, after a context-wide synchronisation, when its last
     /// handle drops. Code that takes a handle per call and drops it pays both every call
     /// (`borrowed::cudarc::context` caches the handle of cudarc's primary context for this reason).
+    ///
+    /// It is the one call besides [`Context::bind_to_thread`] that leaves a context current
+    /// (as `cudaSetDevice` does for the runtime): every other ferrocuda call leaves the
+    /// thread's current context as it found it, whatever the kind of context (session 22).
     pub fn primary(ordinal: usize) -> Result<Self> {
+        let context = Self::retain_primary(ordinal)?;
+        context.bind_to_thread()?;
+        Ok(context)
+    }
+
+    /// [`Context::primary`] without making the context current: the handle of the device's
+    /// primary context, retained (shared with every other handle of it). For adopting another
+    /// library's primary context (`crate::borrowed`), which must not change the thread's
+    /// current context (session 22).
+    pub(crate) fn retain_primary(ordinal: usize) -> Result<Self> {
         init()?;
         let device = Device::get(ordinal)?;
         let mut registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         registry.retain(|weak| weak.strong_count() > 0);
         if let Some(inner) = registry.iter().filter_map(Weak::upgrade).find(|inner| inner.device == device) {
-            let context = Context { inner };
-            context.bind_to_thread()?;
-            return Ok(context);
+            return Ok(Context { inner });
         }
         let mut raw = std::ptr::null_mut();
         // SAFETY: writes one context handle; released in Drop.
@@ -188,9 +200,7 @@ impl Context {
         let inner = Arc::new(ContextInner::new(raw, device, ContextKind::Primary, limits));
         registry.push(Arc::downgrade(&inner));
         drop(registry);
-        let context = Context { inner };
-        context.bind_to_thread()?;
-        Ok(context)
+        Ok(Context { inner })
     }
 
     /// Creates a new context of its own on device `ordinal` (`cuCtxCreate`). It is destroyed
@@ -242,11 +252,21 @@ impl Context {
     }
 
     /// Makes this context current on the calling thread for the life of the returned guard
-    /// (ferrocuda's own driver calls). A created or borrowed context is made current only
-    /// while the guard lives, and the context current before comes back when it drops (G20R-4:
-    /// the CUDA runtime of another library allocates in the thread's current context, and a
-    /// created context dies with its last handle, a borrowed one with its owner); a primary
-    /// context stays current (the runtime's own context, which ferrocuda never destroys).
+    /// (ferrocuda's own driver calls), whatever its kind, and the context current before comes
+    /// back when it drops. For a created or borrowed context that is G20R-4 (the CUDA runtime
+    /// of another library allocates in the thread's current context, and a created context dies
+    /// with its last handle, a borrowed one with its owner). For a primary context it is
+    /// session 22's residual of the same class: a primary context left current moved another
+    /// library's current device (PyTorch's, on a thread where device 1 was current, after a call
+    /// on device 0), and made a DLPack call leave the caller's context changed (session 21's
+    /// `test_s21.py`). Only [`Context::primary`] and [`Context::bind_to_thread`], whose purpose
+    /// it is, leave a context current.
+    ///
+    /// Cost: one `cuCtxGetCurrent` when the context is already current (no other driver call),
+    /// else a `cuCtxPushCurrent` here and a `cuCtxPopCurrent` at the drop (a primary context
+    /// used to take one `cuCtxSetCurrent` and no restore: one driver call more, a few tens of
+    /// nanoseconds, on calls that queue work of microseconds; measured by `tests/gpu_s22.rs`
+    /// in the host crate, printed, not asserted).
     ///
     /// The guard restores through the driver's own context stack (`cuCtxPushCurrent` here,
     /// `cuCtxPopCurrent` at the drop), never by naming the previous context: that context
@@ -262,14 +282,10 @@ impl Context {
         unsafe { driver::context::get_current(&mut current) }?;
         let mut restore = None;
         if current != self.inner.raw {
-            if self.inner.kind == ContextKind::Primary {
-                // SAFETY: the context is alive (we hold it).
-                unsafe { driver::context::set_current(self.inner.raw) }?;
-            } else {
-                // SAFETY: the context is alive (we hold it); popped by the guard's drop.
-                unsafe { driver::context::push_current(self.inner.raw) }?;
-                restore = Some(self.inner.raw);
-            }
+            // Every kind alike (session 22: a primary context too, see above).
+            // SAFETY: the context is alive (we hold it); popped by the guard's drop.
+            unsafe { driver::context::push_current(self.inner.raw) }?;
+            restore = Some(self.inner.raw);
         }
         self.note_current();
         Ok(Bound { restore, _not_send: std::marker::PhantomData })
@@ -586,10 +602,10 @@ impl Context {
     }
 }
 
-/// A context bound by [`Context::bind`] for ferrocuda's own driver calls: for a created or
-/// borrowed context, dropping it pops the context off the thread's stack, so the context
-/// current before the bind is current again (G20R-4), whatever became of it meanwhile.
-#[must_use = "a created context is unbound again as soon as the guard drops"]
+/// A context bound by [`Context::bind`] for ferrocuda's own driver calls: dropping it pops the
+/// context off the thread's stack (any kind of context: G20R-4, session 22), so the context
+/// current before the bind is current again, whatever became of it meanwhile.
+#[must_use = "the context is unbound again as soon as the guard drops"]
 pub(crate) struct Bound {
     /// The context pushed by the bind, to pop at the drop (none: nothing was pushed).
     restore: Option<sys::CUcontext>,

@@ -360,7 +360,12 @@ impl CublasLt {
             if plans.len() >= MAX_PLANS {
                 plans.clear();
             }
-            let plan = Plan::new(self.handle, &key)?;
+            // Bound for the heuristic query (session 22's audit of the calls that relied on a
+            // primary context staying current after an earlier bind: none may now).
+            let plan = {
+                let _bound = self.stream.context().bind()?;
+                Plan::new(self.handle, &key)?
+            };
             plans.insert(key, plan);
         }
         let plan = &plans[&key];

@@ -82,7 +82,12 @@ impl Module {
     /// race with every reader of that input). Every `.global` named in
     /// [`JitOptions::host_writable_globals`] is one the device code lets the host change (a
     /// `static mut`, a `static` of an `UnsafeCell` type, a non-const `__device__` variable):
-    /// its code does not assume its value (session 21).
+    /// its code does not assume its value (session 21). The same holds of every *visible `.const`*
+    /// variable of the image, which [`Global::write`](crate::Global::write) changes without
+    /// being named: none is a `const`-qualified `__constant__` with external linkage (nvcc folds
+    /// its values into the code, and declares it exactly as a mutable `__constant__`: session
+    /// 22, see [`JitOptions::host_writable_globals`]). Code built by this project's builder has
+    /// no `.const` data (rustc never puts a `static` there).
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
@@ -100,8 +105,8 @@ impl Module {
     /// crash the process inside the driver (U6), and nothing short of the driver itself could
     /// check them. The image must be a well-formed cubin or fatbin (e.g. made by `ptxas` or
     /// `nvcc`, not altered since), and its kernels must have the signatures their typed
-    /// launchers say, and the globals named host-writable in `options` be so, as for
-    /// [`Module::load_ptx`].
+    /// launchers say, and the globals named host-writable in `options`, and the image's visible
+    /// `.const` data, be so, as for [`Module::load_ptx`].
     pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
         let _bound = context.bind()?;

@@ -492,10 +492,6 @@ struct Parked {
     /// Names the entry across a wait that runs without the list's lock.
     id: u64,
     done: Done,
-    /// The context the call ran in, pushed while the entry's event is destroyed: the host's
-    /// internal bind leaves a primary context current, and the thread's current context must be
-    /// the caller's after every call (session 21, `test_s21.py`).
-    context: Context,
     capsules: Vec<Py<PyAny>>,
 }
 
@@ -576,7 +572,7 @@ pub fn park(context: &Context, stream: &Stream, arrays: impl IntoIterator<Item =
         }
     };
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-    parked().push(Parked { id, done, context: context.clone(), capsules });
+    parked().push(Parked { id, done, capsules });
 }
 
 /// Takes out the entries that `finished` names or whose work has completed, and drops their
@@ -594,18 +590,11 @@ fn release_where(_py: Python<'_>, finished: &[u64]) -> usize {
         let (released, kept): (Vec<Parked>, Vec<Parked>) =
             std::mem::take(&mut *list).into_iter().partition(|entry| finished.contains(&entry.id) || entry.done.is_complete());
         *list = kept;
-        // The events are destroyed here, in relaxed mode, each with its context pushed (the
-        // caller's context current again after it); the capsules outside it.
-        released
-            .into_iter()
-            .flat_map(|entry| {
-                let Parked { done, context, capsules, .. } = entry;
-                let pushed = context.push_current();
-                drop(done);
-                drop(pushed);
-                capsules
-            })
-            .collect()
+        // The events are destroyed here, in relaxed mode; the capsules outside it. An event's
+        // drop binds its context for the destroy and restores the caller's current context,
+        // whatever the kind of context (session 22: session 21 pushed the context around this
+        // drop because the host's bind left a primary context current; it no longer does).
+        released.into_iter().flat_map(|entry| entry.capsules).collect()
     };
     drop(capsules);
     parked_arrays()
@@ -647,8 +636,8 @@ pub fn release_all(py: Python<'_>) -> usize {
                 Wait::Event(event) => event.synchronize().is_ok(),
                 // Refused (not attempted) by ferrocuda while one of its captures of the context
                 // runs; a foreign capture makes the driver refuse it: kept either way.
-                // Pushed for the wait: the caller's context is current again after it.
-                Wait::Context(context) => context.push_current().and_then(|_pushed| context.synchronize()).is_ok(),
+                // The wait binds the context and restores the caller's (session 22).
+                Wait::Context(context) => context.synchronize().is_ok(),
             })
             .map(|(id, _)| id)
             .collect()

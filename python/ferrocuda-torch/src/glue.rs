@@ -4,7 +4,7 @@
 //! A [`Call`] is one op invocation on CUDA tensors: it reads each tensor's address, element
 //! count, shape, dtype and device from the `torch.Tensor` object itself (nothing copied, no
 //! DLPack round trip), checks them (CUDA, one device, C-contiguous, outputs overlapping nothing
-//! else), and lends them as [`BorrowedSlice`] (inputs) and [`BorrowedSliceMut`] (outputs, once
+//! else), and lends them as [`TensorSlice`] (inputs) and [`TensorSliceMut`] (outputs, once
 //! each) on PyTorch's current stream of that device, which it borrows as a ferrocuda
 //! [`Stream`]. The stream joins `torch.cuda.graph` captures ([`Stream::from_raw_in_owner_captures`]),
 //! so the launches of an op called inside a capture are recorded into torch's graph.
@@ -39,10 +39,13 @@
 //!   code, and it adds no race that torch's own op in its place would not have. The GIL is
 //!   what keeps other threads' *Python* code (a `del`, a `resize_()` called from Python, which
 //!   is not a race inside torch) from starting between the last read and the launch: **an op
-//!   must launch with the GIL held**. A `Call` is `!Sync`, so a closure given to
-//!   `Python::detach` cannot use the `Call` itself, but the slices it lends are `Send`: an op
-//!   that moved them into `detach` and launched there would let another thread free the memory
-//!   first (a residual of session 21, not yet enforced by the types: see the report).
+//!   must launch with the GIL held**, and the types enforce it (session 22): a `Call` is
+//!   `!Sync`, and the slices it lends ([`TensorSlice`], [`TensorSliceMut`]) are neither `Send`
+//!   nor `Sync`, and hand out nothing that is (no `Deref` to the host's `BorrowedSlice`, no
+//!   `DeviceView`): a closure given to `Python::detach` (which requires `Send`) or to another
+//!   thread cannot take them, so no launch of them can happen while another thread's Python code
+//!   runs and frees the memory (before session 22 the slices were `BorrowedSlice`s, which are
+//!   `Send`: moved into `detach`, they launched after the GIL was released).
 //! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor it
 //!   did not allocate itself is recorded on the launch stream (`record_stream`, in the hooks-off
 //!   section, before the last read): torch's caching allocator, when the memory is freed (a
@@ -71,11 +74,13 @@
 //! need neither the record nor the second read.
 
 use std::cell::RefCell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use bytemuck::Pod;
-use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, CurrentGuard, Stream};
+use ferrocuda_host::__private::SliceArg;
+use ferrocuda_host::{BorrowedSlice, BorrowedSliceMut, Context, CurrentGuard, DeviceRead, DeviceWrite, Stream};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -570,8 +575,9 @@ impl Call {
         Ok((index, info))
     }
 
-    /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s).
-    pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSlice<'_, T>> {
+    /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s), for
+    /// this thread, with the GIL held ([`TensorSlice`]).
+    pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<TensorSlice<'_, T>> {
         let (_, info) = self.typed::<T>(name, false)?;
         // SAFETY: the memory of a live CUDA tensor of this device: `self` holds a reference to
         // the tensor, and its address, size, layout and device were read last by `verify`, after
@@ -585,11 +591,13 @@ impl Call {
         // (`check_tensors`). Not covered (G21R-1, documented in docs/interop.md "Other
         // threads"): another thread's torch op, running without the GIL, that frees the memory
         // between `verify` and the launch, as it would under torch's own ops.
-        unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
+        let slice = unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
+        Ok(TensorSlice { slice, _gil_bound: PhantomData })
     }
 
     /// The output `name` as a writable borrowed slice of `T`; each output can be taken once.
-    pub fn output<T: TorchElement>(&self, name: &str) -> PyResult<BorrowedSliceMut<'_, T>> {
+    /// For this thread, with the GIL held ([`TensorSliceMut`]).
+    pub fn output<T: TorchElement>(&self, name: &str) -> PyResult<TensorSliceMut<'_, T>> {
         let (index, info) = self.typed::<T>(name, true)?;
         let mut taken = self.taken.borrow_mut();
         if taken[index] {
@@ -598,7 +606,111 @@ impl Call {
         taken[index] = true;
         // SAFETY: as in `input`; besides, no other argument overlaps it (`Call::new`) and it is
         // lent once (`taken`), so this is the only access to its memory for the call.
-        unsafe { BorrowedSliceMut::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)
+        let slice = unsafe { BorrowedSliceMut::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
+        Ok(TensorSliceMut { slice, _gil_bound: PhantomData })
+    }
+}
+
+/// An input tensor of a [`Call`] as device memory of `T`, read-only: pass `&slice` to a kernel's
+/// `&[T]` parameter (it is a [`DeviceRead`]).
+///
+/// Neither `Send` nor `Sync` (session 22). The tensor's memory is known to be there only while
+/// no Python code runs between the call's last read of the tensor and the launch, which the GIL,
+/// held by the op's thread from [`Call::new`] to its end, ensures (see the
+/// [module docs](self), "Why the memory is there"). A slice that could move to another thread,
+/// or into `Python::detach` (which releases the GIL and requires `Send`), could be launched
+/// after another thread's Python code freed the memory (`del`, `resize_`). It exposes nothing
+/// that is `Send` either: no `Deref` to the host's [`BorrowedSlice`] and no `DeviceView`.
+///
+/// ```compile_fail,E0277
+/// // The slice cannot be moved into a closure that runs without the GIL.
+/// fn launch_without_the_gil(py: pyo3::Python<'_>, call: &ferrocuda_torch::glue::Call) -> pyo3::PyResult<()> {
+///     let x = call.input::<f32>("x")?;
+///     py.detach(move || x.len());
+///     Ok(())
+/// }
+/// ```
+pub struct TensorSlice<'a, T> {
+    slice: BorrowedSlice<'a, T>,
+    /// `!Send` and `!Sync`: the slice is valid only on the thread holding the GIL for the call.
+    _gil_bound: PhantomData<*const ()>,
+}
+
+/// An output tensor of a [`Call`] as writable device memory of `T`: pass `&mut slice` to a
+/// kernel's output parameter (it is a [`DeviceWrite`]). Neither `Send` nor `Sync`, for the
+/// reason given at [`TensorSlice`].
+///
+/// ```compile_fail,E0277
+/// fn launch_on_another_thread(call: &ferrocuda_torch::glue::Call) -> pyo3::PyResult<()> {
+///     let out = call.output::<f32>("out")?;
+///     std::thread::scope(|s| {
+///         s.spawn(move || out.len());
+///     });
+///     Ok(())
+/// }
+/// ```
+pub struct TensorSliceMut<'a, T> {
+    slice: BorrowedSliceMut<'a, T>,
+    /// As for [`TensorSlice`].
+    _gil_bound: PhantomData<*const ()>,
+}
+
+// Both stay on the op's thread (session 22): checked at compile time here, not only by the
+// doctests, so a change that made either `Send` or `Sync` fails this crate's build.
+const _: () = {
+    trait AmbiguousIfSendOrSync<A> {
+        fn some_item() {}
+    }
+    impl<T: ?Sized> AmbiguousIfSendOrSync<()> for T {}
+    impl<T: ?Sized + Send> AmbiguousIfSendOrSync<u8> for T {}
+    impl<T: ?Sized + Sync> AmbiguousIfSendOrSync<u16> for T {}
+    // Resolves only when exactly one impl applies: the type is neither `Send` nor `Sync`.
+    let _ = <TensorSlice<'static, f32> as AmbiguousIfSendOrSync<_>>::some_item;
+    let _ = <TensorSliceMut<'static, f32> as AmbiguousIfSendOrSync<_>>::some_item;
+};
+
+macro_rules! tensor_slice_common {
+    ($ty:ident) => {
+        impl<T> $ty<'_, T> {
+            /// Number of elements.
+            pub fn len(&self) -> usize {
+                self.slice.len()
+            }
+            /// True when it holds no elements.
+            pub fn is_empty(&self) -> bool {
+                self.slice.is_empty()
+            }
+            /// The tensor's device address (`data_ptr()`, as read last by the call).
+            pub fn device_ptr(&self) -> u64 {
+                self.slice.device_ptr()
+            }
+        }
+
+        impl<T> std::fmt::Debug for $ty<'_, T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_struct(stringify!($ty)).field("ptr", &format_args!("{:#x}", self.slice.device_ptr())).field("len", &self.slice.len()).finish()
+            }
+        }
+
+        // SAFETY: the borrowed slice's own argument (memory of `len` valid `T`s for the borrow,
+        // with its use tracking), unchanged.
+        unsafe impl<T> DeviceRead<T> for $ty<'_, T> {
+            #[inline]
+            fn kernel_arg(&self) -> SliceArg<'_> {
+                self.slice.kernel_arg()
+            }
+        }
+    };
+}
+tensor_slice_common!(TensorSlice);
+tensor_slice_common!(TensorSliceMut);
+
+// SAFETY: the borrowed output's own argument; exclusive as the `BorrowedSliceMut` is (taken
+// once from the call, `Call::output`), and the `&mut self` borrow keeps other views out.
+unsafe impl<T> DeviceWrite<T> for TensorSliceMut<'_, T> {
+    #[inline]
+    fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        self.slice.kernel_arg_mut()
     }
 }
 

@@ -182,6 +182,16 @@ pub(crate) fn c_function<'py>(object: Bound<'py, PyAny>, name: &str, what: &str)
 /// the C++ binding) names `_DisableTorchDispatch`: a Python function, or another class's
 /// `__enter__`, does not pass. If torch ever makes it a static type, the static checks apply.
 ///
+/// The class itself is checked to be made by C code (session 22): it and every base class up to
+/// `object` (the `tp_base` chain, read through C slots) lacks CPython's `subtype_dealloc`, the
+/// deallocator of every class a class statement or `type(...)` makes, and it is named
+/// `_DisableTorchDispatch`. A Python subclass of torch's class, with torch's own `__enter__` and
+/// `__exit__` copied into it, would otherwise pass the method checks, and its instances would
+/// run its Python code (`__init__`, `__del__`) inside a call. And the instance is made once per
+/// thread and kept ([`NoHooks::enter`]): a `__del__` or a weakref callback that Python code puts
+/// on torch's class (whose attributes can be set) never runs inside a call, where the old
+/// per-section instance was dropped right after the final read of the addresses.
+///
 /// What it does not cover: Python code that replaces `__enter__` *before the first call* with
 /// a C function of another binding whose docstring names `_DisableTorchDispatch` (there is
 /// none in torch 2.11); and pybind11's `__init__`, which runs when the guard is made: Python
@@ -199,6 +209,9 @@ fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py
         let enter = c_method(&class, "__enter__")?;
         let exit = c_method(&class, "__exit__")?;
         return Ok((class.into_any(), enter, exit));
+    }
+    if !made_by_c(&class)? || class.name()? != "_DisableTorchDispatch" {
+        return Err(replaced(what));
     }
     let dict = class.getattr(intern!(py, "__dict__"))?;
     let method = |name: &str| -> PyResult<Py<PyAny>> {
@@ -223,6 +236,52 @@ fn dispatch_guard<'py>(c: &Bound<'py, PyAny>) -> PyResult<(Bound<'py, PyAny>, Py
     let enter = method("__enter__")?;
     let exit = method("__exit__")?;
     Ok((class.into_any(), enter, exit))
+}
+
+/// A type slot of `ty` (`PyType_GetSlot`: a C read, no Python code), as an address; 0 when
+/// unset. Static types answer only from CPython 3.10 on: callers ask heap types only.
+fn type_slot(ty: *mut pyo3::ffi::PyTypeObject, slot: std::os::raw::c_int) -> usize {
+    // SAFETY: a live type object and a slot number of CPython's `typeslots.h`; reads one field.
+    unsafe { pyo3::ffi::PyType_GetSlot(ty, slot) as usize }
+}
+
+/// Whether `ty` and its base classes (the `tp_base` chain up to `object`) were all made by C
+/// code, not by a class statement or `type(...)` (session 22, see [`dispatch_guard`]): every
+/// class Python code makes gets CPython's `subtype_dealloc` as its deallocator, read here from
+/// a class made for the comparison; a C extension's heap types (pybind11's) have their own.
+/// Static types are C code by definition.
+fn made_by_c(ty: &Bound<'_, PyType>) -> PyResult<bool> {
+    static SUBTYPE_DEALLOC: OnceLock<usize> = OnceLock::new();
+    let py = ty.py();
+    let subtype_dealloc = match SUBTYPE_DEALLOC.get() {
+        Some(address) => *address,
+        None => {
+            // `type("...", (), {})` through the C type object itself (`type` in `builtins` can be
+            // rebound; `PyType_Type` cannot).
+            // SAFETY: CPython's static `type` object, alive for the process; borrowed.
+            let type_type = unsafe { Bound::from_borrowed_ptr(py, (&raw mut pyo3::ffi::PyType_Type).cast()) };
+            let probe = type_type.call1(("ferrocuda_probe", pyo3::types::PyTuple::empty(py), pyo3::types::PyDict::new(py)))?;
+            let address = type_slot(probe.as_ptr().cast(), pyo3::ffi::Py_tp_dealloc);
+            *SUBTYPE_DEALLOC.get_or_init(|| address)
+        }
+    };
+    let object = &raw mut pyo3::ffi::PyBaseObject_Type;
+    let mut current = ty.as_type_ptr();
+    // A chain is short (pybind11: the class, `pybind11_object`); bounded all the same.
+    for _ in 0..64 {
+        if current.is_null() || current == object {
+            return Ok(true);
+        }
+        // SAFETY: a live type object; reads its flags.
+        if unsafe { pyo3::ffi::PyType_GetFlags(current) } & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0 {
+            return Ok(true); // a static type and its bases: C code
+        }
+        if subtype_dealloc == 0 || type_slot(current, pyo3::ffi::Py_tp_dealloc) == subtype_dealloc {
+            return Ok(false);
+        }
+        current = type_slot(current, pyo3::ffi::Py_tp_base) as *mut pyo3::ffi::PyTypeObject;
+    }
+    Ok(false)
 }
 
 /// torch's API, once checked.
@@ -427,6 +486,22 @@ thread_local! {
     /// How many [`NoHooks`] of this thread are alive, and torch's guards while any is. torch
     /// keeps the guards' state per thread too.
     static ENTERED: RefCell<(usize, Option<Guards>)> = const { RefCell::new((0, None)) };
+    /// This thread's `_DisableTorchDispatch` instance, made at its first section and kept for
+    /// the thread's life (session 22): it is entered and left by torch's checked C methods
+    /// only, never dropped inside a call, so no `__del__` or weakref callback that Python code
+    /// attached to torch's (settable) class runs between an address read and its use. One per
+    /// thread because torch's guard object holds its thread's dispatch state while entered.
+    static DISPATCH_GUARD: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
+}
+
+/// This thread's `_DisableTorchDispatch` instance ([`DISPATCH_GUARD`]), made on first use.
+fn dispatch_guard_instance<'py>(py: Python<'py>, api: &Api) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(guard) = DISPATCH_GUARD.with_borrow(|g| g.as_ref().map(|g| g.clone_ref(py))) {
+        return Ok(guard.into_bound(py));
+    }
+    let guard = api.disable_dispatch.bind(py).call0()?;
+    DISPATCH_GUARD.with_borrow_mut(|g| *g = Some(guard.clone().unbind()));
+    Ok(guard)
 }
 
 impl<'py> NoHooks<'py> {
@@ -445,7 +520,7 @@ impl<'py> NoHooks<'py> {
             let function = api.disable_function.bind(py).call0()?;
             function.call_method0(intern!(py, "__enter__"))?;
             // `__enter__` as checked once (`dispatch_guard`), not looked up on the instance.
-            let dispatch = match api.disable_dispatch.bind(py).call0().and_then(|d| api.dispatch_enter.bind(py).call1((&d,)).map(|_| d)) {
+            let dispatch = match dispatch_guard_instance(py, api).and_then(|d| api.dispatch_enter.bind(py).call1((&d,)).map(|_| d)) {
                 Ok(dispatch) => dispatch,
                 Err(error) => {
                     let _ = function.call_method1(intern!(py, "__exit__"), (py.None(), py.None(), py.None()));
