@@ -28,7 +28,7 @@ use crate::warp;
 /// steps (CUB has thread 0 fold them; here the shuffles of the second level run in every warp,
 /// converged code: in warp 0 alone, behind `if warp == 0`, ptxas emitted each of them as a
 /// collective sequence, `WARPSYNC` and `ENDCOLLECTIVE`, 15 for V2's three sums: 583 SASS
-/// instructions, now 467 with the same 31 registers; session 22), thread 0 runs `then` and stores `N` values,
+/// instructions, now 470 with the same 31 registers; session 22), thread 0 runs `then` and stores `N` values,
 /// a second barrier, every thread reads `N` values. 2 barriers for any `N`, where `N` calls of
 /// [`RuntimeBlockReduce::sum_broadcast`](super::RuntimeBlockReduce::sum_broadcast) take `2 N`
 /// (issue 30's ninth port, V2: `sum_then_sum_all` plus `sum_all` were 4 barriers a row, 0.745x
@@ -90,7 +90,9 @@ impl<T: BlockValue, const N: usize, const SLOTS: usize> MultiBlockReduce<T, N, S
             // Lanes past the warp count read nothing and are never folded in.
             // SAFETY: `lane < warps <= 32`, `k < N`: below `32 N`.
             let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize * N + k) } } else { *t };
-            *t = reduce_down_valid(mine, lane, warps, op);
+            // A partial last warp has `valid` lanes, possibly fewer than `warps`: its shuffles
+            // read only lanes that exist (its fold is not used: thread 0's is).
+            *t = reduce_down_valid(mine, lane, warps.min(valid), op);
         }
         if rank == 0 {
             #[cfg(not(target_arch = "nvptx64"))]
