@@ -31,7 +31,7 @@ def ports(path):
         out[name] = float(m.group(6))
     return out
 
-for kind, parse, second in (("rows", rows, "ru4"), ("ports9", ports, "ru4"), ("ports9", ports, "ru4-run2")):
+for kind, parse, second in (("rows", rows, "ru4"), ("ports9", ports, "ru4")):
     a, b = parse(f"{R}/{kind}-base.txt"), parse(f"{R}/{kind}-{second}.txt")
     print(f"\n{kind}: twin/ours  base  {second}  {second}/base")
     for k in list(a) + [k for k in b if k not in a]:
