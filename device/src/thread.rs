@@ -259,6 +259,15 @@ pub fn grid_stride_range(len: usize) -> GridStrideRange {
 /// the other warps' slots: a 32-bit counter and the twin's two `LDS.128` in flight (issue 30,
 /// session 19).
 ///
+/// **Not for a loop that counts.** With a run-time `step` the trip count is a division, and
+/// the loop stays rolled (one load in flight), as nvcc 13 keeps its own `for (j = i; j < n; j
+/// += stride)`. A source loop that counts to a run-time bound and computes its index (llm.c's
+/// `for (b = 0; b < B; b++) load128cs(dout + b * T * C + i)`) is ported as a counted loop,
+/// `for b in 0..n { let Some(p) = dout.get(b * stride + i) else { return }; .. }`, which
+/// `KernelBuilder::runtime_unroll(4)` turns into nvcc's four checks and four loads; hoisting its
+/// bound into a `strided_range` over `dout[..n * stride]` keeps it rolled under every flag
+/// (issue 30, session 22: bench/results/s22-gaps/loop-shapes.md).
+///
 /// **A global slice's length as the `u32` bound: `u32::try_from`, not `as u32`.** `let len =
 /// all.len() as u32` truncates, so the compiler no longer knows `i < all.len()` from `i < len`
 /// and `all[i as usize]` keeps its bounds check and the kernel its whole panic path (llm.c's

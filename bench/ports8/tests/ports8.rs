@@ -10,7 +10,7 @@ use half::bf16;
 use ports8_llmc::{
     AGGREGATE_BLOCK, INIT_BLOCK, LN_BLOCK, WPE_BLOCK, global_norm_aggregate_kernel, global_norm_aggregate_kernel_fixed, init_from_master_kernel,
     layernorm_forward_kernel6, layernorm_forward_kernel6_docs, layernorm_forward_kernel6_fixed, stochastic_round_at, wpe_backward_kernel,
-    wpe_backward_kernel_fixed, wpe_backward_kernel_x4,
+    wpe_backward_kernel_fixed, wpe_backward_kernel_x4, wpe_sum_first_try_shape, wpe_sum_strided_shape,
 };
 use ports8_vllm::{
     Bf16x4, FP8_E4M3_MAX, Fp8x4, Fp8x8, QUANT_BLOCK, fused_add_rms_norm_static_fp8_quant_kernel, reshape_and_cache_kernel, reshape_and_cache_kernel_fixed,
@@ -162,6 +162,63 @@ fn p30_s21_wpe_backward_variants_sum_every_batch_count_as_the_reference() {
             }
         }
     }
+}
+
+/// Session 22 (issue 30, the first-try loop shape): the batch loop of `wpe_backward_kernel`'s
+/// first try (counted, `get` in the loop) and the same loop with the bound hoisted
+/// (`strided_range` over `dout[..b packs]`) sum each pack over the batch as the reference, for
+/// batch counts 0-9 (through a run-time-unrolled loop's four-step body and its remainder, where
+/// `runtime_unroll(4)` unrolls it), and a `dout` one pack short makes the first-try shape leave
+/// every pack it cannot finish unwritten while the hoisted one writes nothing.
+#[test]
+fn p30_s22_wpe_sum_loop_shapes_sum_every_batch_count_as_the_reference() {
+    let (t, c) = (19usize, 64usize);
+    let tc = t * c;
+    let packs = (tc / 8) as u32;
+    let config = LaunchConfig::new(packs.div_ceil(WPE_BLOCK), WPE_BLOCK);
+    let gpu = gpu("wpe_sum loop shapes");
+    let before = bf16s(tc, 5, 0.5);
+    for b in 0..10usize {
+        let dout = bf16s(b * tc, 16 + b as u32, 1.0);
+        let want: Vec<bf16> = (0..tc).map(|e| bf16::from_f32((0..b).map(|batch| dout[batch * tc + e].to_f32()).sum::<f32>())).collect();
+        let dout_p = Bf16x8::collect(&dout).unwrap();
+        for variant in 0..2 {
+            let mut got = Bf16x8::collect(&before).unwrap();
+            let cpu = CpuExecutor::new();
+            match variant {
+                0 => wpe_sum_first_try_shape::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32).unwrap(),
+                _ => wpe_sum_strided_shape::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32).unwrap(),
+            };
+            assert_eq!(Bf16x8::elements(&got), &want[..], "CPU executor, variant {variant}, b {b}");
+        }
+        if let Some((context, stream)) = &gpu {
+            let one = [Bf16x8::default()];
+            let dout_d = DeviceBuffer::from_slice(context, if dout_p.is_empty() { &one[..] } else { &dout_p }).unwrap();
+            for variant in 0..2 {
+                let mut dwpe_d = DeviceBuffer::from_slice(context, &Bf16x8::collect(&before).unwrap()).unwrap();
+                match variant {
+                    0 => wpe_sum_first_try_shape::launch(stream, config, &mut dwpe_d, &dout_d, b as u32).unwrap(),
+                    _ => wpe_sum_strided_shape::launch(stream, config, &mut dwpe_d, &dout_d, b as u32).unwrap(),
+                }
+                assert_eq!(Bf16x8::elements(&dwpe_d.to_vec().unwrap()), &want[..], "GPU, variant {variant}, b {b}");
+            }
+        }
+    }
+    // `dout` one pack short of 3 batch rows: the last pack's third read fails.
+    let b = 3usize;
+    let dout = bf16s(b * tc - 8, 40, 1.0);
+    let dout_p = Bf16x8::collect(&dout).unwrap();
+    let cpu = CpuExecutor::new();
+    let mut got = Bf16x8::collect(&before).unwrap();
+    wpe_sum_first_try_shape::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32).unwrap();
+    let got = Bf16x8::elements(&got);
+    let last = tc - 8;
+    assert_eq!(got[last..], before[last..], "the pack whose third row is missing is left as it was");
+    let summed = |e: usize| bf16::from_f32((0..b).map(|batch| dout[batch * tc + e].to_f32()).sum::<f32>());
+    assert!((0..last).all(|e| got[e] == summed(e)), "every other pack is summed");
+    let mut got = Bf16x8::collect(&before).unwrap();
+    wpe_sum_strided_shape::launch_cpu(&cpu, config, &mut got, &dout_p, b as u32).unwrap();
+    assert_eq!(Bf16x8::elements(&got), &before[..], "the hoisted bound refuses the whole short buffer");
 }
 
 // ------------------------------------------------------------------------ global_norm_aggregate

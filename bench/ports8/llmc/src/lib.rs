@@ -454,3 +454,49 @@ pub fn wpe_backward_kernel_x4(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8], 
     });
     packed.store(grad);
 }
+
+/// Session 22 (issue 30, the first-try loop shape): [`wpe_backward_kernel()`]'s batch loop as
+/// the first try wrote it (`for batch in 0..b { let Some(p) = dout.get(batch * packs + i) else
+/// { return }; .. }`: the bound and the bounds check, two exits), without the rounding loop
+/// after it, each thread storing its pack's plain sum over the batch (`dwpe[i] = sum_b dout[b
+/// packs + i]`, rounded to bf16 once). Under the builder's default flags LLVM keeps it rolled
+/// (one `LDG.E.EF.128` in flight, 84 SASS instructions); with `runtime_unroll(4)`'s flags it is
+/// nvcc's loop (the four checks, then four loads: 5 `LDG.E.EF.128` with the remainder's, as
+/// nvcc's `for (b = 0; b < B; b++)`): bench/results/s22-gaps/loop-shapes.md.
+#[kernel]
+pub fn wpe_sum_first_try_shape(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8], b: u32) {
+    let i = unique_index();
+    let packs = dwpe.len();
+    let Some(grad) = dwpe.get_mut(i) else { return };
+    let mut accum = [0.0f32; 8];
+    for batch in 0..b as usize {
+        let Some(packed) = dout.get(batch * packs + i.get()) else { return };
+        let values = cache::load(packed, Load::Streaming).to_f32s();
+        for k in 0..8 {
+            accum[k] += values[k];
+        }
+    }
+    *grad = Bf16x8::from_f32s(accum);
+}
+
+/// [`wpe_sum_first_try_shape()`] with the bound hoisted: `dout[..b packs]` sliced once, then
+/// `for j in strided_range(i, col.len(), packs)` (one exit, no bounds check). It stays rolled
+/// under every flag set tried, `runtime_unroll(4)`'s included: the trip count of `j < n; j +=
+/// packs` is a division, which LLVM's NVPTX unrolling will not emit (nvcc 13 keeps its own `for
+/// (j = i; j < n; j += packs)` rolled too). So for a source loop that counts (`for (b = 0; b <
+/// B; b++)`) the counted form above is the one to write (bench/results/s22-gaps/loop-shapes.md).
+#[kernel]
+pub fn wpe_sum_strided_shape(mut dwpe: DisjointSlice<Bf16x8>, dout: &[Bf16x8], b: u32) {
+    let i = unique_index();
+    let packs = dwpe.len();
+    let Some(grad) = dwpe.get_mut(i) else { return };
+    let mut accum = [0.0f32; 8];
+    let Some(col) = (b as usize).checked_mul(packs).and_then(|n| dout.get(..n)) else { return };
+    for j in strided_range(i.get(), col.len(), packs) {
+        let values = cache::load(&col[j], Load::Streaming).to_f32s();
+        for k in 0..8 {
+            accum[k] += values[k];
+        }
+    }
+    *grad = Bf16x8::from_f32s(accum);
+}
