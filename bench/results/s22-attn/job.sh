@@ -4,7 +4,8 @@
 #    forward at D 256 through the safe call (sm_90: `attention_d256`, `attention_d256_causal`;
 #    Bshd / GQA: the portable path) and the portable backward against f64, then B 2 H 40
 #    S 1030 (many more query tiles than SMs), 64 sampled rows of each kernel against f64.
-# 2. bench_attention: the D 256 forward, S 1k / 2k / 4k (B·S = 16k, H 8), causal or not.
+# 2. bench_attention: the D 256 forward, S 1k / 2k / 4k (B·S = 16k, H 8), causal or not, the
+#    pick (the overlapped schedule) and its `_serial` form (BENCH_FWD_ALL=1).
 # 3. PyTorch SDPA (cuDNN, FA2) on the same shapes, forward only; then ours / cuDNN per shape.
 # Staged by bench/results/s22-attn/stage.sh into .device-bin/attn (from the s22-attn tree).
 # Run from the repository root: `bash .device-bin/attn/job.sh`; results under $OUT/attn/.
@@ -19,7 +20,7 @@ start=$SECONDS
 timeout "${TESTS_S:-15}" ./gpu_kernels_lib s22_d256 --test-threads=1 --nocapture > "$out/tests.txt" 2>&1
 echo "D 256 GPU test rc=$? ($((SECONDS - start)) s)"
 grep -h "^test \|test result\|panicked\|sampled rows\|forward attention\|sm_" "$out/tests.txt" | head -20
-export BENCH_D256=1 BENCH_D=256 BENCH_FWD_ONLY=1 BENCH_MIN_S=1024 BENCH_MAX_S=4096 BENCH_D256_MAX_S=4096
+export BENCH_D256=1 BENCH_D=256 BENCH_FWD_ONLY=1 BENCH_FWD_ALL=1 BENCH_MIN_S=1024 BENCH_MAX_S=4096 BENCH_D256_MAX_S=4096
 start=$SECONDS
 timeout "${BENCH_S:-10}" ./bench_attention "$out/ours.json" > "$out/ours.txt" 2>&1
 echo "bench_attention rc=$? ($((SECONDS - start)) s)"
@@ -41,4 +42,6 @@ for (s, c), r in sorted(ours.items()):
     cu, fa = ref.get(("cudnn", s, c), {}).get("fwd_tflops"), ref.get(("fa2", s, c), {}).get("fwd_tflops")
     ratio = f"{r['fwd_tflops'] / cu:.3f}" if cu else "-"
     print(f"S {s:5} {'causal' if c else 'none  '} {r['fwd_tflops']:7.1f} ({r['fwd_path']}) / {cu or float('nan'):7.1f} / {fa or float('nan'):7.1f}  {ratio}")
+    for name, (ms, tf) in r.get("fwd_all", {}).items():
+        print(f"        {name}: {tf:7.1f}" + (f"  {tf / cu:.3f}" if cu else ""))
 PY

@@ -1599,7 +1599,9 @@ mod body {
         /// in shared memory (written by TMA) until the group is waited for.
         #[inline(always)]
         unsafe fn issue_scores(s: &mut [f32; 32], q: u32, k: u32) {
-            let (qd, kd) = (Descriptor::k_major_128b(q).0, Descriptor::k_major_128b(k).0);
+            // Q's base through an opaque move, as in the other kernels' `issue_scores`: so that
+            // Q's descriptors are not hoisted out of the key loop (they were, and spilled).
+            let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
             unroll::<16>(|step| {
                 let step = step as u32;
                 let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) as u64 >> 4;
