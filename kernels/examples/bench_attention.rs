@@ -15,7 +15,9 @@
 //! printed as `[fwd name TFLOP/s]` and in the JSON's `fwd_all`. `BENCH_D=64` times one head
 //! dimension, `BENCH_FWD_ONLY=1` the forward only (no backward, no GPT-2 line).
 //! `BENCH_MAX_S=16384` adds S 16k (by default the lengths stop at 8k); `BENCH_D256=1` adds head
-//! dim 256 (the portable path: forward only, up to `BENCH_D256_MAX_S`, default 1k).
+//! dim 256 (forward only, up to `BENCH_D256_MAX_S`, default 1k: on sm_90 the `attention_d256`
+//! kernels since session 22, `BENCH_FWD_ALL=1` times their `_serial` forms too; elsewhere the
+//! portable path).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
 //! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
@@ -112,8 +114,8 @@ fn main() -> Result<(), KernelsError> {
     // `BENCH_MIN_S=1024` skips the shorter sequences, `BENCH_MAX_S=2048` the longer ones.
     let min_seq = std::env::var("BENCH_MIN_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
     let max_seq = std::env::var("BENCH_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(usize::MAX);
-    // `BENCH_D256=1`: also head dim 256 (no sm_90 kernel: the portable path, forward only, S up
-    // to `BENCH_D256_MAX_S`, default 1024), for the table's D 256 rows beside cuDNN and FA2.
+    // `BENCH_D256=1`: also head dim 256 (forward only, S up to `BENCH_D256_MAX_S`, default 1024;
+    // the backward is the portable path's), for the table's D 256 rows beside cuDNN and FA2.
     let d256 = std::env::var("BENCH_D256").is_ok_and(|v| v == "1");
     let d256_max = std::env::var("BENCH_D256_MAX_S").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(1024);
     // `BENCH_FWD_ALL=1`: every sm_90 forward schedule of the shape (`hopper_forward_instances`).

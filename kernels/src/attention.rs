@@ -11,7 +11,7 @@
 //! **Paths of the forward**, picked per call, fastest first:
 //! 1. on an sm_90 GPU (H100, H200), the FlashAttention-3-class kernels of
 //!    `ferrocuda-kernels-hopper` (TMA, `wgmma`, warp-specialised warpgroups) for `bf16`,
-//!    `[B, H, S, D]`, D 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, causal or not
+//!    `[B, H, S, D]`, D 64, 128 or 256, `heads_q == heads_kv`, `seq_q == seq_kv`, causal or not
 //!    ([`hopper_kernel`]), when Q, K and V start 16-byte aligned and the stream is not being
 //!    captured into a graph; the tensor maps are built and tracked inside the call;
 //! 2. on the tensor cores of any sm_80+ GPU (FlashAttention-2's schedule over `mma.sync

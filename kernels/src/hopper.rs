@@ -9,7 +9,7 @@
 //! contents (a box and swizzle the copy engine obeys, an address it reads), so the launchers
 //! are `unsafe` for that alone. This module is the one place that launches them. Before it
 //! does, it checks what the maps need and the caller cannot be trusted with:
-//! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64 or 128, as
+//! - the shape is one they compute ([`hopper_kernel`]: bf16, `[B, H, S, D]`, D 64, 128 or 256, as
 //!   many key/value heads as query heads, `seq_q == seq_kv`, at most 65535 heads in all), on an
 //!   sm_90 GPU (their image is `sm_90a`);
 //! - every operand holds exactly the shape's elements (checked by the caller,
@@ -26,7 +26,9 @@ use std::marker::PhantomData;
 
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::{BufferAccess, DeviceBuffer, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
-use ferrocuda_kernels_hopper::attention::{BM, BOX, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_q2};
+use ferrocuda_kernels_hopper::attention::{
+    BM, BOX, BOX_D256, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_d256, shared_bytes_q2,
+};
 use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, dq_count_len, store_maps};
 use half::bf16;
 
@@ -40,15 +42,17 @@ const MAX_HEADS: usize = 65_535;
 /// The kernel of `ferrocuda-kernels-hopper` that [`attention_forward`](crate::attention::attention_forward)
 /// runs for `shape` on a GPU of compute capability `arch` (`90` for sm_90), or `None` when
 /// the shape or the GPU is not one those kernels take: `T` bf16, [`Layout::Bhsd`], `head_dim`
-/// 64 or 128, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
+/// 64, 128 or 256, `heads_q == heads_kv`, `seq_q == seq_kv`, `batch * heads` at most 65535, and
 /// `arch == 90`. The schedule (`_pingpong`, `_pingpong_s3`, the plain `overlap` one, or a
 /// `_persistent` form) is the one session 14's H200 runs of every schedule favour at that
-/// length (`bench/results/s14-attn/`, docs/kernels/attention.md).
+/// length (`bench/results/s14-attn/`, docs/kernels/attention.md). D 256 has one schedule
+/// (session 22: 64-key tiles, each consumer's intra-warpgroup overlap), `attention_d256` or
+/// `attention_d256_causal` (their `_serial` forms are offered by [`hopper_forward_instances`]).
 pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let fits = T::HOPPER
         && arch == 90
         && shape.layout == Layout::Bhsd
-        && (shape.head_dim == 64 || shape.head_dim == 128)
+        && matches!(shape.head_dim, 64 | 128 | 256)
         && shape.heads_q == shape.heads_kv
         && shape.seq_q == shape.seq_kv
         && shape.seq_q > 0
@@ -73,6 +77,8 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     // persistent twins at D 128 S 1k without the mask (538 against 514-515 TFLOP/s, 1.05x, in
     // both calls) and at D 64 S 2k (444-445 against 424-425, 1.05x in both).
     Some(match (shape.head_dim, shape.causal) {
+        (256, false) => "attention_d256",
+        (256, true) => "attention_d256_causal",
         (64, false) if s <= 2048 => "attention_d64_persistent",
         (64, false) => "attention_d64",
         (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
@@ -105,16 +111,17 @@ const FORWARD_TWINS: [[&str; 2]; 9] = [
 
 /// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
 /// compare them: [`hopper_kernel`]'s pick first, then its twin (the persistent form of a
-/// one-tile-per-block kernel, or the other way round).
+/// one-tile-per-block kernel, or the other way round). `None` for D 256, whose one kernel has
+/// no twin.
 pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'static str; 2]> {
     let picked = hopper_kernel::<T>(shape, arch)?;
     let pair = FORWARD_TWINS.iter().find(|pair| pair.contains(&picked))?;
     Some(if pair[0] == picked { *pair } else { [pair[1], pair[0]] })
 }
 
-/// Every overlapped sm_90 forward instance (the `_serial` ones aside) of `ferrocuda-kernels-hopper`, by
+/// Every overlapped sm_90 forward instance (the `_serial` ones aside, but for D 256's) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 37] = [
+const FORWARD_INSTANCES: [&str; 41] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -152,6 +159,11 @@ const FORWARD_INSTANCES: [&str; 37] = [
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",
+    "attention_d256",
+    "attention_d256_causal",
+    // (D 256's serial schedules, offered for comparison: no other D 256 schedule exists.)
+    "attention_d256_serial",
+    "attention_d256_causal_serial",
 ];
 
 /// Every overlapped sm_90 forward instance that computes `shape` on `arch` (same head dimension
@@ -207,13 +219,22 @@ pub(crate) fn attention_forward<T: Element>(
     // load inside a capture: load that path's module now, while loading is allowed (a captured
     // forward after a warm-up call failed with ModuleNotLoadedInCapture on an H200).
     context.embedded_image(&ferrocuda_kernels_device::KERNELS)?;
+    // The map's box follows D (below): only the D 256 instances take D 256 (their box has 64
+    // rows, the others' 128), as `hopper_forward_instances` names them.
+    assert_eq!(kernel.starts_with("attention_d256"), head_dim == 256, "{kernel} for head_dim {head_dim}");
     let Some(instance) = forward_kernel(kernel) else {
         return Err(crate::error::unsupported("kernel", kernel, "an sm_90 forward instance (hopper_forward_instances)"));
     };
     let function = (instance.function)(context)?;
     let stages = if kernel.contains("_s3") { STAGES_DEEP } else { STAGES };
     // The `_q2` kernels (persistent, two Q buffers) take one more tile and 40 bytes.
-    let shared = if kernel.ends_with("_q2") { shared_bytes_q2(head_dim as u32, stages) } else { shared_bytes(head_dim as u32, stages) };
+    let shared = if head_dim == 256 {
+        shared_bytes_d256()
+    } else if kernel.ends_with("_q2") {
+        shared_bytes_q2(head_dim as u32, stages)
+    } else {
+        shared_bytes(head_dim as u32, stages)
+    };
     function.set_max_dynamic_shared_bytes(shared)?;
     // The persistent kernels: a block per SM at most, taking the `⌈S/128⌉·B·H` query tiles
     // one after the other (the next from a counter, zeroed below with the maps' buffer).
@@ -225,10 +246,11 @@ pub(crate) fn attention_forward<T: Element>(
         None => return Ok(false),
     };
     // The maps: `[B·H, S, D]` bf16 (dimensions innermost first), boxes of 64 columns x 128
-    // rows x 1 head, 128-byte swizzle, as the kernels' contract asks.
+    // rows x 1 head (D 256: 64 rows, `BOX_D256`), 128-byte swizzle, as the kernels' contract asks.
     let dims = [head_dim, seq_len, heads];
     let strides = [2 * head_dim, 2 * head_dim * seq_len];
-    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX, swizzle: TensorSwizzle::B128 };
+    let box_dims = if head_dim == 256 { &BOX_D256 } else { &BOX };
+    let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims, swizzle: TensorSwizzle::B128 };
     // The maps are encoded with the stream's context current; the caller's current context
     // comes back when `_current` drops (session 21: a created context is not left current on
     // the caller's thread, where another library's runtime would allocate in it, G20R-4).
@@ -278,7 +300,8 @@ pub(crate) fn attention_forward<T: Element>(
     // SAFETY: the kernel's contract (`ferrocuda_kernels_hopper::attention`), which is the maps
     // alone (the kernel checks everything else and writes nothing otherwise): `map_words`
     // holds, copied above in stream order, maps of exactly Q, K and V as `[B·H, S, D]` bf16
-    // (the addresses and lengths checked above), box `BOX`, 128-byte swizzle, and nothing
+    // (the addresses and lengths checked above), box `BOX` (D 256, whose instances are the
+    // only ones taking D 256: `BOX_D256`), 128-byte swizzle, and nothing
     // writes them during the launch.
     unsafe { (instance.launch)(stream, config, args) }?;
     // `maps` is freed in stream order after the kernel (its use was recorded by the door).

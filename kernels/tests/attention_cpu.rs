@@ -51,6 +51,17 @@ fn attention_f32_matches_f64_in_both_layouts_causal_or_not_with_grouped_heads() 
     check::<f32>(shape(3, 1, 1, 9, 64, Layout::Bshd, false), 1e-4);
 }
 
+/// Issue 31 asks D 64, 128 and 256: D 256 through the portable forward and backward (the
+/// paths D 256 takes off sm_90, and the backward everywhere), every element type, both
+/// layouts, causal, grouped-query heads, `seq_q != seq_kv`, against f64 (session 22).
+#[test]
+fn s22_d256_forward_and_backward_match_f64_in_both_layouts() {
+    check::<f32>(shape(4, 2, 5, 7, 256, Layout::Bhsd, true), 1e-4);
+    check::<f32>(shape(2, 1, 6, 3, 256, Layout::Bshd, false), 1e-4);
+    check::<bf16>(shape(2, 2, 9, 9, 256, Layout::Bhsd, true), 2e-2);
+    check::<f16>(shape(4, 2, 4, 6, 256, Layout::Bshd, false), 4e-3);
+}
+
 #[test]
 fn attention_bf16_and_f16_match_f64() {
     check::<bf16>(shape(4, 2, 5, 6, 64, Layout::Bshd, true), 2e-2);
@@ -134,7 +145,14 @@ fn s14_forward_instances_are_the_shapes_schedules() {
             assert_eq!(unique.len(), names.len(), "{a:?}: {names:?}");
         }
     }
-    assert!(hopper_forward_instances::<bf16>(&shape(2, 2, 512, 512, 256, Layout::Bhsd, false), 90).is_empty());
+    // D 256 (session 22): the overlapped schedule and its serial form a mask, no twin.
+    for causal in [false, true] {
+        let a = shape(2, 2, 512, 512, 256, Layout::Bhsd, causal);
+        let want = if causal { ["attention_d256_causal", "attention_d256_causal_serial"] } else { ["attention_d256", "attention_d256_serial"] };
+        assert_eq!(hopper_forward_instances::<bf16>(&a, 90), want, "{a:?}");
+        assert_eq!(hopper_kernels::<bf16>(&a, 90), None, "{a:?}");
+    }
+    assert!(hopper_forward_instances::<bf16>(&shape(2, 2, 512, 512, 96, Layout::Bhsd, false), 90).is_empty());
     assert!(hopper_forward_instances::<bf16>(&shape(2, 2, 512, 512, 128, Layout::Bhsd, false), 80).is_empty());
 }
 
@@ -147,12 +165,19 @@ fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
     assert_eq!(hopper_kernel::<bf16>(&base, 90), Some("attention_d128_pingpong_persistent"));
     assert_eq!(hopper_kernel::<bf16>(&Attention { seq_q: 1100, seq_kv: 1100, ..base }, 90), Some("attention_d128_pingpong"));
     assert_eq!(hopper_kernel::<bf16>(&Attention { causal: true, seq_q: 4096, seq_kv: 4096, ..base }, 90), Some("attention_d128_causal_pingpong_s3"));
+    // D 256 (session 22): one schedule whatever the length.
+    for seq in [1, 100, 1000, 4096, 16384] {
+        let d256 = Attention { head_dim: 256, seq_q: seq, seq_kv: seq, ..base };
+        assert_eq!(hopper_kernel::<bf16>(&d256, 90), Some("attention_d256"));
+        assert_eq!(hopper_kernel::<bf16>(&Attention { causal: true, ..d256 }, 90), Some("attention_d256_causal"));
+    }
     let refused = [
         Attention { layout: Layout::Bshd, ..base },
         Attention { heads_kv: 2, ..base },
         Attention { seq_kv: 999, ..base },
-        Attention { head_dim: 256, ..base },
         Attention { head_dim: 96, ..base },
+        Attention { head_dim: 256, layout: Layout::Bshd, ..base },
+        Attention { head_dim: 256, heads_kv: 2, ..base },
         Attention { batch: 70_000, ..base },
     ];
     for s in refused {

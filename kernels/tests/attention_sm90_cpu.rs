@@ -220,7 +220,7 @@ fn s18_every_sm90_instance_the_library_names_has_a_typed_launcher() {
     use ferrocuda_kernels_hopper::attention_backward::backward_kernel;
     let mut forward = 0;
     let mut backward = 0;
-    for head_dim in [64, 128] {
+    for head_dim in [64, 128, 256] {
         for causal in [false, true] {
             for seq in [100, 512, 768, 1024, 2048, 4096, 8192] {
                 let shape = Attention { head_dim, causal, ..shape(2, 4, 4, seq, seq, head_dim, Layout::Bhsd, causal) };
@@ -364,4 +364,80 @@ fn s21_bulk_dq_conversion_has_one_writer_whatever_the_counters_hold() {
     assert!(early.iter().all(|&x| x != 0x7fc1), "counters at 1: the first arrival converts (early), once");
     let (_, none, _) = red_launch(CVT, s, grid, s * 64, 7).expect("counters past the wrap: no race");
     assert!(none.iter().all(|&x| x == 0x7fc1), "counters past the wrap: no warp converts");
+}
+
+/// Session 22 (issue 31: D 256): the sm_90 forward at D 256 (`attention_body_d256`, the body
+/// of `attention_d256`, `attention_d256_causal` and their `_serial` forms: 64-key tiles, every
+/// map's box 64 rows) run
+/// on the CPU executor with the Hopper instructions emulated (TMA into the 128-byte swizzle,
+/// `wgmma` m64n64k16 from shared memory and m64n256k16 with A from registers and V N-major),
+/// every O element and LSE against f64 (`reference_row`, `within_bound`). S 200: four key tiles,
+/// the last ragged, the second query tile's second 64-row Q box partly past S; S 300: five key
+/// tiles (both ring slots reused with both parities), the third query tile's second Q box
+/// wholly past S (zeros), and causal blocks whose first consumer skips the key tiles wholly
+/// after its rows; two heads; S 40: one ragged key tile.
+#[test]
+fn s22_d256_sm90_forward_matches_f64_on_the_cpu_executor() {
+    use ferrocuda_device::tma::TensorMap as DeviceMap;
+    use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
+    use ferrocuda_kernels_hopper::attention::{BM, BOX_D256, THREADS, attention_body_d256, reference_row, shared_bytes_d256, within_bound};
+    let map = |data: &[bf16], seq_len: u32, heads: u32| {
+        let dims = [256, seq_len as u64, heads as u64];
+        let strides = [512, 512 * seq_len as u64];
+        let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX_D256, swizzle: TensorSwizzle::B128 };
+        Box::new(DeviceMap(TensorMap::emulated(data.as_ptr() as u64, &layout).unwrap().words()))
+    };
+    for (seq_len, heads, overlap) in [(200u32, 2u32, true), (300, 2, true), (40, 1, true), (200, 2, false), (300, 1, false)] {
+        for causal in [false, true] {
+            let len = (heads * seq_len * 256) as usize;
+            let seed = 10 * seq_len as u64 + causal as u64;
+            let (q, _) = input::<bf16>(len, seed + 1, 1.0);
+            let (k, _) = input::<bf16>(len, seed + 2, 1.0);
+            let (v, _) = input::<bf16>(len, seed + 3, 1.0);
+            let mut o = vec![0x7fc1_7fc1u32; len / 2];
+            let mut lse = vec![f32::NAN; (heads * seq_len) as usize];
+            let (qm, km, vm) = (map(&q, seq_len, heads), map(&k, seq_len, heads), map(&v, seq_len, heads));
+            let pointers = [
+                &*qm as *const DeviceMap as usize,
+                &*km as *const DeviceMap as usize,
+                &*vm as *const DeviceMap as usize,
+                o.as_mut_ptr() as usize,
+                lse.as_mut_ptr() as usize,
+            ];
+            let scale_log2 = (1.0 / 16.0) * std::f32::consts::LOG2_E;
+            let config = LaunchConfig::new((seq_len.div_ceil(BM), heads), THREADS).with_shared_bytes(shared_bytes_d256());
+            let body = || {
+                let [qm, km, vm, o, lse] = pointers;
+                let (qm, km, vm, o, lse) = (qm as *const DeviceMap, km as *const DeviceMap, vm as *const DeviceMap, o as *mut u32, lse as *mut f32);
+                // SAFETY: the maps describe q, k, v ([heads, seq_len, 256] bf16, box [64, 64, 1],
+                // 128-byte swizzle), `o` and `lse` hold heads·seq_len·256 bf16 and heads·seq_len
+                // f32; all live until `run` returns; the grid and shared memory are the kernel's.
+                unsafe {
+                    match (causal, overlap) {
+                        (false, true) => attention_body_d256::<false, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (true, true) => attention_body_d256::<true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (false, false) => attention_body_d256::<false, false>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (true, false) => attention_body_d256::<true, false>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    }
+                }
+            };
+            // Without the race detector, as the other forward bodies' CPU tests: it does not
+            // order the tiles the copy engine publishes through an mbarrier phase.
+            CpuExecutor::new().with_race_detection(false).run("attention_d256", config, &body).unwrap();
+            let mut worst = 0.0f64;
+            for head in 0..heads as usize {
+                for row in 0..seq_len as usize {
+                    let at = (head * seq_len as usize + row) * 256;
+                    let reference = reference_row(&q, &k, &v, 256, seq_len as usize, head, row, causal);
+                    let got: Vec<f32> = (0..256).map(|c| bf16::from_bits((o[(at + c) / 2] >> (16 * ((at + c) % 2))) as u16).to_f32()).collect();
+                    let ratio = within_bound(&reference, &got, lse[head * seq_len as usize + row])
+                        .unwrap_or_else(|why| panic!("S {seq_len}, causal {causal}, overlap {overlap}: head {head} row {row}: {why}"));
+                    worst = worst.max(ratio);
+                }
+            }
+            eprintln!(
+                "D 256, S {seq_len}, {heads} heads, causal {causal}, overlap {overlap}: every O element and LSE within the bound, worst error/bound {worst:.3}"
+            );
+        }
+    }
 }

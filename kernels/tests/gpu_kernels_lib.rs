@@ -649,6 +649,69 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     }
 }
 
+/// Session 22 (issue 31: D 256): the forward at D 256 through the safe call (on sm_90 the
+/// `attention_d256` / `attention_d256_causal` kernels: 64-key tiles, 64-row boxes; elsewhere,
+/// and for `Bshd` or grouped heads, the portable path) and the backward (portable at D 256)
+/// against f64: lengths that are not multiples of the tiles, causal, a custom scale, bf16 and
+/// f16. Then, on sm_90, a shape with many more query tiles than SMs (B 2, H 40, S 1030): sampled
+/// rows of every D 256 instance (the picks and their `_serial` forms) against f64
+/// (`reference_row`, `within_bound`).
+#[test]
+fn s22_d256_forward_and_backward_on_the_gpu_match_f64() {
+    use ferrocuda_kernels_hopper::attention::{reference_row, within_bound};
+    let Some((context, stream)) = gpu("s22_d256_forward_and_backward_on_the_gpu_match_f64") else { return };
+    let arch = context.device().arch().unwrap();
+    let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 300, seq_kv: 300, head_dim: 256, layout: Layout::Bhsd, causal: false, scale: None };
+    let cases = [
+        (base, Some("attention_d256")),
+        (Attention { causal: true, ..base }, Some("attention_d256_causal")),
+        (Attention { heads_q: 1, heads_kv: 1, seq_q: 700, seq_kv: 700, causal: true, scale: Some(0.05), ..base }, Some("attention_d256_causal")),
+        (Attention { seq_q: 40, seq_kv: 40, ..base }, Some("attention_d256")),
+        (Attention { layout: Layout::Bshd, heads_q: 4, heads_kv: 2, seq_q: 100, seq_kv: 130, causal: true, ..base }, None),
+    ];
+    for (shape, kernel) in cases {
+        assert_eq!(attention::hopper_kernel::<bf16>(&shape, 90), kernel, "{shape:?}");
+        eprintln!("sm_{arch}: {shape:?}: forward {}", if arch == 90 { kernel.unwrap_or("portable") } else { "portable" });
+        attention_on_gpu::<bf16>(&context, &stream, shape, 2e-2, false);
+    }
+    attention_on_gpu::<f16>(&context, &stream, Attention { seq_q: 130, seq_kv: 130, ..base }, 4e-3, false);
+    if arch != 90 {
+        eprintln!("sm_{arch}: no sm_90 D 256 kernels to check on many tiles here");
+        return;
+    }
+    let shape = Attention { batch: 2, heads_q: 40, heads_kv: 40, seq_q: 1030, seq_kv: 1030, ..base };
+    let (d, s, heads) = (256, shape.seq_q, shape.batch * shape.heads_q);
+    let (q, _) = input::<bf16>(shape.q_len(), 71, 1.0);
+    let (k, _) = input::<bf16>(shape.kv_len(), 72, 1.0);
+    let (v, _) = input::<bf16>(shape.kv_len(), 73, 1.0);
+    let (q_, k_, v_) = (up(&context, &q), up(&context, &k), up(&context, &v));
+    for causal in [false, true] {
+        let shape = Attention { causal, ..shape };
+        let names = attention::hopper_forward_instances::<bf16>(&shape, 90);
+        assert_eq!(names.len(), 2, "{names:?}");
+        for kernel in names {
+            let (mut out, mut lse) = (zeros::<bf16>(&context, shape.q_len()), zeros::<f32>(&context, shape.q_rows()));
+            out.fill(bf16::from_bits(0x7fc1)).unwrap();
+            attention::attention_forward_sm90(&stream, kernel, &q_, &k_, &v_, &mut out, &mut lse, shape).unwrap();
+            let (out, lse) = (out.to_vec().unwrap(), lse.to_vec().unwrap());
+            assert!(out.iter().all(|x| !x.is_nan()), "{kernel} {shape:?}: an element of O left unwritten");
+            for i in 0..64usize {
+                let (head, row) = match i {
+                    0 => (0, 0),
+                    1 => (heads - 1, s - 1),
+                    2 => (heads - 1, 1023),
+                    _ => ((i * 7919) % heads, (i * 104_729) % s),
+                };
+                let reference = reference_row(&q, &k, &v, d, s, head, row, causal);
+                let at = (head * s + row) * d;
+                let got: Vec<f32> = out[at..at + d].iter().map(|x| x.to_f32()).collect();
+                within_bound(&reference, &got, lse[head * s + row]).unwrap_or_else(|why| panic!("{kernel} {shape:?}: head {head} row {row}: {why}"));
+            }
+            eprintln!("{shape:?}: {kernel} on sm_90, 64 sampled rows within the f64 bound");
+        }
+    }
+}
+
 /// The persistent forward kernels (`_persistent`: at most a block per SM, each taking query
 /// tiles from a counter until all are done, the K/V rings and the ping-pong turns running on
 /// across tiles), their one-tile-per-block twins and every other schedule of the shape

@@ -134,9 +134,38 @@ pub const fn kv_tiles(causal: bool, q0: u32, seq_len: u32) -> u32 {
     if causal && upto < all { upto } else { all }
 }
 
+/// Key rows per ring stage of the D 256 kernels (`attention_d256`, `attention_d256_causal`):
+/// at D 256 a consumer's O accumulator is m64n256 (128 f32 registers a thread), so the scores
+/// of a step are m64n64 (32 registers) to stay within the 240 registers a consumer thread has.
+pub const BN_D256: u32 = 64;
+/// Depth of the D 256 kernels' K and V rings (Q 64 KiB, each K or V tile 32 KiB: 192 KiB).
+pub const STAGES_D256: u32 = 2;
+/// TMA box of every map of the D 256 kernels: 64 columns, 64 rows, one head (Q's 128-row tile
+/// is two boxes a 64-column slab).
+pub const BOX_D256: [u32; 3] = [64, 64, 1];
+/// Bytes of one D 256 box: 64 rows of 64 bf16 (128 bytes, the 128-byte swizzle's span).
+pub const SLAB_D256: u32 = 64 * 128;
+
+/// Dynamic shared memory per block of the D 256 kernels: Q (8 boxes: 2 row halves x 4 column
+/// slabs), the K and V rings ([`STAGES_D256`] tiles of 4 boxes each), Q's barrier and the
+/// rings' barriers, 1 KiB to align: 197 704 bytes.
+pub const fn shared_bytes_d256() -> u32 {
+    (8 + 8 * STAGES_D256) * SLAB_D256 + 8 * (1 + 4 * STAGES_D256) + 1024
+}
+
+/// Key tiles of [`BN_D256`] keys a query tile of the D 256 kernels starting at row `q0` visits:
+/// all of them, or (causal) those up to the one holding its last row.
+pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
+    let all = seq_len.div_ceil(BN_D256);
+    let upto = (q0 + BM - 1) / BN_D256 + 1;
+    if causal && upto < all { upto } else { all }
+}
+
 #[cfg(not(target_arch = "nvptx64"))]
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
-pub use body::{attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with};
+pub use body::{
+    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+};
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
 pub const EXP2_POLY_DEGREE: usize = 3;
@@ -1261,7 +1290,7 @@ mod body {
     /// The forward instance named `name`, if there is one (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
     pub fn forward_kernel(name: &str) -> Option<&'static ForwardKernel> {
-        [PLAIN, PERSISTENT, PERSISTENT_Q2].into_iter().flatten().find(|kernel| kernel.name == name)
+        [PLAIN, PERSISTENT, PERSISTENT_Q2, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
     }
 
     /// The table of a group of forward instances: `$table` names it; `plain` or `persistent`
@@ -1493,5 +1522,521 @@ mod body {
         attention_d128_causal_pingpong_s3_persistent: 128, true, true, 3;
         attention_d64_causal_pingpong_persistent_poly4: 64, true, true, 2, poly 4;
         attention_d64_causal_pingpong_persistent_poly6: 64, true, true, 2, poly 6;
+    }
+
+    pub use d256::attention_body_d256;
+
+    /// The D 256 forward (issue 31, session 22): the one-tile-per-block grid of the other
+    /// kernels (a 128-row query tile a block, one producer and two consumer warpgroups of 64
+    /// rows), with key tiles of [`BN_D256`] = 64 keys so that a consumer's registers hold O
+    /// (m64n256: 128 f32 a thread), the scores (m64n64: 32) and P's fragments (16) without
+    /// spilling. Each consumer runs the overlapped schedule (`attention_d256`,
+    /// `attention_d256_causal`: FlashAttention-3's intra-warpgroup overlap, as the D 64/128
+    /// kernels) or the serial one (`_serial`: `S = Q·Kᵀ`, wait, mask and online softmax,
+    /// `O += P·V`, wait); the two consumers take no turns. Shared memory: Q 64 KiB, 2-deep K
+    /// and V rings of 32 KiB tiles ([`shared_bytes_d256`]); every map's box is [`BOX_D256`]
+    /// (64 rows).
+    mod d256 {
+        use super::*;
+        use ferrocuda_device::wgmma::{
+            a_fragments_bf16_32, fence_accumulators_16, fence_accumulators_128, m64n64k16_bf16, m64n64k16_bf16_init, m64n256k16_bf16_rs_n_major,
+        };
+
+        /// The P fragments of one 64-key tile: 4 k16 steps of 4 registers.
+        type Fragments64 = [[u32; 4]; 4];
+
+        /// Where the D 256 kernels' tiles and barriers live: Q (consumer `c`'s 64 rows: four
+        /// 64-column boxes from `base + 4c` boxes), then the K ring's tiles, the V ring's tiles
+        /// (four boxes each), then Q's barrier and the two rings' barriers.
+        #[derive(Clone, Copy)]
+        struct Layout256 {
+            base: u32,
+        }
+
+        impl Layout256 {
+            /// Consumer `consumer`'s 64 query rows (four boxes, one per 64 columns).
+            #[inline(always)]
+            fn q(self, consumer: u32) -> u32 {
+                self.base + 4 * consumer * SLAB_D256
+            }
+            #[inline(always)]
+            fn k(self, slot: u32) -> u32 {
+                self.base + (8 + 4 * slot) * SLAB_D256
+            }
+            #[inline(always)]
+            fn v(self, slot: u32) -> u32 {
+                self.base + (8 + 4 * STAGES_D256 + 4 * slot) * SLAB_D256
+            }
+            #[inline(always)]
+            fn barriers(self) -> u32 {
+                self.base + (8 + 8 * STAGES_D256) * SLAB_D256
+            }
+            #[inline(always)]
+            fn q_full(self) -> MBarrier {
+                // SAFETY: the first 8 bytes after the tiles, inside the requested shared memory
+                // ([`shared_bytes_d256`]), used only as this barrier.
+                unsafe { MBarrier::at(self.barriers()) }
+            }
+            #[inline(always)]
+            fn keys(self) -> Ring<STAGES_D256> {
+                // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory,
+                // used only by this ring.
+                unsafe { Ring::at(self.barriers() + 8) }
+            }
+            #[inline(always)]
+            fn values(self) -> Ring<STAGES_D256> {
+                // SAFETY: as for `keys`, the bytes after them.
+                unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES_D256>::BARRIER_BYTES) }
+            }
+        }
+
+        /// Issues `S = Q·Kᵀ` for one consumer (64 query rows at `q`, 64 keys at `k`, each four
+        /// 64-column boxes): 16 `wgmma` m64n64k16 stepping 32 bytes along the swizzled rows,
+        /// a new box every 4 steps.
+        ///
+        /// # Safety
+        /// The whole warpgroup calls it together after a `wgmma::fence`; Q and the K tile are
+        /// in shared memory (written by TMA) until the group is waited for.
+        #[inline(always)]
+        unsafe fn issue_scores(s: &mut [f32; 32], q: u32, k: u32) {
+            // Q's base through an opaque move, as in the other kernels' `issue_scores`: so that
+            // Q's descriptors are not hoisted out of the key loop (they were, and spilled).
+            let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
+            unroll::<16>(|step| {
+                let step = step as u32;
+                let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) as u64 >> 4;
+                // SAFETY: the caller's contract; the offsets stay inside the tiles.
+                unsafe { if step == 0 { m64n64k16_bf16_init(s, qd + offset, kd + offset) } else { m64n64k16_bf16(s, qd + offset, kd + offset, true) } }
+            });
+            // SAFETY: the caller's contract.
+            unsafe { wgmma::commit() };
+        }
+
+        /// Issues `O += P·V` (V tile at `v`: 64 keys, N-major, one box per 64 columns, the
+        /// next box [`SLAB_D256`] further): 4 `wgmma` m64n256k16 (k16 steps of 16 keys = 2048
+        /// bytes) with A from the registers `p`.
+        ///
+        /// # Safety
+        /// As for [`issue_scores`]; `p` and `o` stay untouched until the group is waited for.
+        #[inline(always)]
+        unsafe fn issue_pv(o: &mut [f32; 128], p: &Fragments64, v: u32) {
+            unroll::<4>(|step| {
+                let b = Descriptor::n_major_128b(v + 2048 * step as u32, SLAB_D256).0;
+                // SAFETY: the caller's contract.
+                unsafe { m64n256k16_bf16_rs_n_major(o, p[step], b, true) };
+            });
+            // SAFETY: the caller's contract.
+            unsafe { wgmma::commit() };
+        }
+
+        /// Sets the scores of keys past `seq_len` and (causal) past the query to -inf (as the
+        /// other kernels' `mask`, for a 64-key tile).
+        #[inline(always)]
+        fn mask<const CAUSAL: bool>(s: &mut [f32; 32], col0: u32, row0: u32, seq_len: u32) {
+            unroll::<8>(|i| {
+                unroll::<4>(|e| {
+                    let col = col0 + 8 * i as u32 + (e as u32 & 1);
+                    let row = row0 + 8 * (e as u32 >> 1);
+                    if col >= seq_len || (CAUSAL && col > row) {
+                        s[4 * i + e] = f32::NEG_INFINITY;
+                    }
+                })
+            });
+        }
+
+        /// The online softmax of a 64-key score tile for this thread's row `h` (the other
+        /// kernels' `softmax_row` for 16 columns a thread): updates `m[h]`, `l[h]` and the
+        /// row's scores (to `p`); returns the row's rescale factor for O.
+        #[inline(always)]
+        fn softmax_row(s: &mut [f32; 32], m: &mut [f32; 2], l: &mut [f32; 2], scale_log2: f32, h: usize) -> f32 {
+            let mut max = f32::NEG_INFINITY;
+            unroll::<8>(|i| max = max.max(s[4 * i + 2 * h]).max(s[4 * i + 2 * h + 1]));
+            max = max.max(shuffle_xor(max, 1));
+            max = max.max(shuffle_xor(max, 2));
+            let new = m[h].max(max * scale_log2);
+            // A row with every score so far masked keeps m = -inf: subtract 0 (no NaN).
+            let shift = if new == f32::NEG_INFINITY { 0.0 } else { new };
+            let rescale = (m[h] - shift).fast_exp2();
+            let mut sum = 0.0f32;
+            unroll::<8>(|i| {
+                unroll::<2>(|j| {
+                    let p = (s[4 * i + 2 * h + j] * scale_log2 - shift).fast_exp2();
+                    s[4 * i + 2 * h + j] = p;
+                    sum += p;
+                })
+            });
+            l[h] = l[h] * rescale + sum;
+            m[h] = new;
+            rescale
+        }
+
+        /// One consumer warpgroup's serial schedule (the `_serial` instances) over the `tiles` key tiles (rounds
+        /// `0..tiles`, key tile `tiles - 1 - i` in round `i`) of its 64 query rows. Returns O's
+        /// accumulators and the rows' maxima and sums.
+        ///
+        /// # Safety
+        /// The consumer warpgroup's 128 threads call it together with the same arguments; Q
+        /// is in its buffer; the producer fills rounds `0..tiles`.
+        #[inline(always)]
+        unsafe fn consume<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+            let lane = rows.lane;
+            // Not `[0.0; 128]`: a repeat expression becomes a store loop that keeps the array in
+            // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
+            let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+            // SAFETY: as above.
+            let mut s: [f32; 32] = unsafe { core::mem::zeroed() };
+            let (mut m, mut l) = ([f32::NEG_INFINITY; 2], [0.0f32; 2]);
+            // Every `unsafe` block below issues or waits for `wgmma`s: the warpgroup's 128
+            // threads run this code together (the loop bounds and the skip are the warpgroup's);
+            // the shared tiles a group reads stay untouched until the arrival on their `empty`
+            // barrier, after the wait for that group; the registers of a group in flight are
+            // fenced before its issue and not touched until it has been waited for.
+            for i in 0..tiles {
+                let j = tiles - 1 - i;
+                let slot = Ring::<STAGES_D256>::slot(i);
+                layout.keys().consume(i);
+                // Causal: a key tile wholly after this consumer's last row adds nothing (every
+                // score masked); its slots are still waited for and released (the rings count
+                // both consumers' warps).
+                if CAUSAL && j * BN_D256 > last_row {
+                    layout.values().consume(i);
+                    if lane == 0 {
+                        layout.keys().release(i);
+                        layout.values().release(i);
+                    }
+                    continue;
+                }
+                // SAFETY: see above (the first score `wgmma` only writes `s`).
+                unsafe {
+                    wgmma::fence();
+                    issue_scores(&mut s, q, layout.k(slot));
+                    wgmma::wait::<0>();
+                }
+                fence_accumulators_32(&mut s);
+                if lane == 0 {
+                    layout.keys().release(i);
+                }
+                if (j + 1) * BN_D256 > rows.seq_len || (CAUSAL && (j + 1) * BN_D256 > last_row - 62) {
+                    mask::<CAUSAL>(&mut s, j * BN_D256 + 2 * (lane % 4), rows.row0, rows.seq_len);
+                }
+                let factor = [softmax_row(&mut s, &mut m, &mut l, rows.scale_log2, 0), softmax_row(&mut s, &mut m, &mut l, rows.scale_log2, 1)];
+                let mut p = a_fragments_bf16_32(&s);
+                unroll::<32>(|c| unroll::<4>(|e| acc[4 * c + e] *= factor[e >> 1]));
+                layout.values().consume(i);
+                fence_accumulators_128(&mut acc);
+                fence_fragments64(&mut p);
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_pv(&mut acc, &p, layout.v(slot));
+                    wgmma::wait::<0>();
+                }
+                fence_accumulators_128(&mut acc);
+                if lane == 0 {
+                    layout.values().release(i);
+                }
+            }
+            (acc, m, l)
+        }
+
+        /// One consumer warpgroup's overlapped schedule (FlashAttention-3's intra-warpgroup
+        /// overlap, as the other kernels' `consume_tile`): per step, issue this tile's scores,
+        /// then the previous tile's `P·V`; wait for the scores and run their softmax while
+        /// `P·V` is on the tensor cores. With the causal mask the rounds wholly after this
+        /// consumer's rows (the first ones: the producer loads the last key tile first) are
+        /// waited for and released without work; the first tile worked on is the only one
+        /// that may need the mask (ragged past `seq_len`, or on this consumer's diagonal), so
+        /// it is peeled and the loop has no mask. Returns O's accumulators and the rows' maxima
+        /// and sums.
+        ///
+        /// # Safety
+        /// As for [`consume`].
+        #[inline(always)]
+        unsafe fn consume_overlap<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+            let lane = rows.lane;
+            // SAFETY: all-zero bits are 0.0 (not a repeat expression: docs/performance.md).
+            let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
+            // SAFETY: as above.
+            let mut s: [f32; 32] = unsafe { core::mem::zeroed() };
+            let (mut m, mut l) = ([f32::NEG_INFINITY; 2], [0.0f32; 2]);
+            // Rounds `first..tiles` hold key tiles `mine - 1` down to 0.
+            let mine = if CAUSAL { tiles.min(last_row / BN_D256 + 1) } else { tiles };
+            let first = tiles - mine;
+            for i in 0..first {
+                layout.keys().consume(i);
+                layout.values().consume(i);
+                if lane == 0 {
+                    layout.keys().release(i);
+                    layout.values().release(i);
+                }
+            }
+            if mine == 0 {
+                return (acc, m, l);
+            }
+            // Every `unsafe` block below issues or waits for `wgmma`s, as in `consume`; the
+            // registers of a group in flight (`s`, `acc`, `p`) are fenced before its issue and
+            // not written until it has been waited for (ptxas serialises every `wgmma` of the
+            // kernel otherwise: C7513), so the softmax works on a copy of `s`.
+            layout.keys().consume(first);
+            // SAFETY: see above (the first score `wgmma` only writes `s`).
+            unsafe {
+                wgmma::fence();
+                issue_scores(&mut s, q, layout.k(Ring::<STAGES_D256>::slot(first)));
+                wgmma::wait::<0>();
+            }
+            fence_accumulators_32(&mut s);
+            if lane == 0 {
+                layout.keys().release(first);
+            }
+            let j = mine - 1;
+            let mut x = s;
+            if (j + 1) * BN_D256 > rows.seq_len || (CAUSAL && (j + 1) * BN_D256 > last_row - 62) {
+                mask::<CAUSAL>(&mut x, j * BN_D256 + 2 * (lane % 4), rows.row0, rows.seq_len);
+            }
+            // (O is still 0: the first rescale factor is not needed.)
+            softmax_row(&mut x, &mut m, &mut l, rows.scale_log2, 0);
+            softmax_row(&mut x, &mut m, &mut l, rows.scale_log2, 1);
+            s = x;
+            let mut factor = [1.0f32; 2];
+            // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
+            let mut p: Fragments64 = unsafe { core::mem::zeroed() };
+            for i in first + 1..tiles {
+                // SAFETY: see above. P·V of round i - 2 (if any) is done: its P and V are free.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_128(&mut acc);
+                fence_fragments64(&mut p);
+                if i >= first + 2 && lane == 0 {
+                    layout.values().release(i - 2);
+                }
+                p = a_fragments_bf16_32(&s);
+                fence_fragments64(&mut p);
+                layout.keys().consume(i);
+                // SAFETY: see above (the first score `wgmma` only writes `s`).
+                unsafe {
+                    wgmma::fence();
+                    issue_scores(&mut s, q, layout.k(Ring::<STAGES_D256>::slot(i)));
+                }
+                // O is not in flight here (the previous P·V was waited for); this overlaps S.
+                unroll::<32>(|c| unroll::<4>(|e| acc[4 * c + e] *= factor[e >> 1]));
+                layout.values().consume(i - 1);
+                fence_accumulators_128(&mut acc);
+                fence_fragments64(&mut p);
+                // SAFETY: see above.
+                unsafe {
+                    wgmma::fence();
+                    issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(i - 1)));
+                    // The scores are done; P·V may still run.
+                    wgmma::wait::<1>();
+                }
+                fence_accumulators_32(&mut s);
+                if lane == 0 {
+                    layout.keys().release(i);
+                }
+                let mut x = s;
+                factor = [softmax_row(&mut x, &mut m, &mut l, rows.scale_log2, 0), softmax_row(&mut x, &mut m, &mut l, rows.scale_log2, 1)];
+                s = x;
+            }
+            // The tail: the last P·V.
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
+            fence_accumulators_128(&mut acc);
+            fence_fragments64(&mut p);
+            if tiles >= first + 2 && lane == 0 {
+                layout.values().release(tiles - 2);
+            }
+            p = a_fragments_bf16_32(&s);
+            unroll::<32>(|c| unroll::<4>(|e| acc[4 * c + e] *= factor[e >> 1]));
+            layout.values().consume(tiles - 1);
+            fence_accumulators_128(&mut acc);
+            fence_fragments64(&mut p);
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(tiles - 1)));
+                wgmma::wait::<0>();
+            }
+            fence_accumulators_128(&mut acc);
+            if lane == 0 {
+                layout.values().release(tiles - 1);
+            }
+            (acc, m, l)
+        }
+
+        /// Keeps the compiler from moving register writes of `p` past a `wgmma::fence` (as the
+        /// other kernels' `fence_fragments`).
+        #[inline(always)]
+        fn fence_fragments64(p: &mut Fragments64) {
+            // SAFETY: `[[u32; 4]; 4]` and `[f32; 16]` have the same size and alignment, and
+            // every bit pattern is valid for both.
+            fence_accumulators_16(unsafe { &mut *(p as *mut Fragments64 as *mut [f32; 16]) });
+        }
+
+        /// The epilogue: normalises this thread's two rows of O (256 columns), stores them and
+        /// (one lane per row) the LSE; rows past `seq_len` are not stored.
+        ///
+        /// # Safety
+        /// `o` holds `(head + 1) · seq_len · 256` bf16 (as pairs), `lse` `(head + 1) · seq_len` f32.
+        #[inline(always)]
+        unsafe fn store_rows(acc: &[f32; 128], m: [f32; 2], l: [f32; 2], rows: Rows, o: *mut u32, lse: *mut f32, head: u32) {
+            let (lane, seq_len) = (rows.lane, rows.seq_len);
+            unroll::<2>(|h| {
+                let mut total = l[h];
+                total += shuffle_xor(total, 1);
+                total += shuffle_xor(total, 2);
+                let row = rows.row0 + 8 * h as u32;
+                if row < seq_len {
+                    let inverse = if total > 0.0 { 1.0 / total } else { 0.0 };
+                    let at = (head as usize * seq_len as usize + row as usize) * 256;
+                    unroll::<32>(|i| {
+                        let col = 8 * i + 2 * (lane as usize % 4);
+                        let pair = pack_bf16x2(acc[4 * i + 2 * h] * inverse, acc[4 * i + 2 * h + 1] * inverse);
+                        // SAFETY: row < seq_len and col + 1 < 256: inside O (the caller's contract).
+                        unsafe { *o.add((at + col) / 2) = pair };
+                    });
+                    if lane.is_multiple_of(4) {
+                        // SAFETY: inside `lse` (the caller's contract).
+                        unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
+                    }
+                }
+            });
+        }
+
+        /// The D 256 kernel body: one 128-row query tile a block, key tiles of [`BN_D256`]
+        /// keys, each consumer's overlapped schedule (`OVERLAP`: the next tile's scores issued
+        /// before this tile's `P·V`, the softmax beside `P·V`) or serial one
+        /// (`ferrocuda_kernels::attention`'s sm_90 path at D 256; design and limits in
+        /// `docs/kernels/attention.md`).
+        ///
+        /// # Safety
+        /// The module's requirements with every map's box [`BOX_D256`]; 384 threads,
+        /// [`shared_bytes_d256`]`()` of dynamic shared memory, grid `(⌈seq_len / 128⌉,
+        /// batch·heads)`; run as every thread of the grid.
+        #[inline(always)]
+        pub unsafe fn attention_body_d256<const CAUSAL: bool, const OVERLAP: bool>(
+            q_map: *const TensorMap,
+            k_map: *const TensorMap,
+            v_map: *const TensorMap,
+            o: *mut u32,
+            lse: *mut f32,
+            seq_len: u32,
+            scale_log2: f32,
+        ) {
+            let tid = thread_idx_x();
+            let layout = Layout256 { base: (dynamic_shared_address() + 1023) & !1023 };
+            if tid == 0 {
+                layout.q_full().init(1);
+                // One release per consumer warp.
+                layout.keys().init(8);
+                layout.values().init(8);
+                fence_init();
+            }
+            sync_threads();
+            // Causal: the longest query tiles (the last ones) first, so the short ones fill the tail.
+            let q_tile = if CAUSAL { grid_dim_x() - 1 - block_idx_x() } else { block_idx_x() };
+            let q0 = q_tile * BM;
+            let head = block_idx_y();
+            let tiles = kv_tiles_d256(CAUSAL, q0, seq_len);
+            if tid / 128 == 0 {
+                // SAFETY: the whole warpgroup executes it; the producer needs few registers.
+                unsafe { warpgroup::dealloc_registers::<24>() };
+                if tid == 0 {
+                    // SAFETY: the maps are valid, box [64, 64, 1] (the kernel's contract); every
+                    // box starts inside its array or past its rows (filled with zeros by the
+                    // copy engine, its bytes counted); each ring slot is free (its `empty` phase
+                    // waited for by `produce`) before it is refilled; Q's buffer is unused yet.
+                    unsafe {
+                        TensorMap::acquire(q_map);
+                        TensorMap::acquire(k_map);
+                        TensorMap::acquire(v_map);
+                        let q_full = layout.q_full();
+                        q_full.arrive_expect_tx(8 * SLAB_D256);
+                        for half in 0..2 {
+                            for c in 0..4 {
+                                TensorMap::load_3d(q_map, layout.q(half) + c * SLAB_D256, q_full, (64 * c) as i32, (q0 + 64 * half) as i32, head as i32);
+                            }
+                        }
+                        for i in 0..tiles {
+                            let (slot, row) = (Ring::<STAGES_D256>::slot(i), ((tiles - 1 - i) * BN_D256) as i32);
+                            let full = layout.keys().produce(i, 4 * SLAB_D256);
+                            for c in 0..4 {
+                                TensorMap::load_3d(k_map, layout.k(slot) + c * SLAB_D256, full, (64 * c) as i32, row, head as i32);
+                            }
+                            let full = layout.values().produce(i, 4 * SLAB_D256);
+                            for c in 0..4 {
+                                TensorMap::load_3d(v_map, layout.v(slot) + c * SLAB_D256, full, (64 * c) as i32, row, head as i32);
+                            }
+                        }
+                    }
+                }
+                return;
+            }
+            // SAFETY: the whole warpgroup executes it; 2 x 128 x 240 + 128 x 24 registers fit.
+            unsafe { warpgroup::alloc_registers::<240>() };
+            let consumer = tid / 128 - 1;
+            let lane = tid % 32;
+            let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
+            layout.q_full().wait(0);
+            // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for);
+            // the producer fills rounds 0..tiles.
+            let (acc, m, l) = unsafe {
+                if OVERLAP {
+                    consume_overlap::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                } else {
+                    consume::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                }
+            };
+            // SAFETY: O and LSE hold every head's rows (the kernel's contract).
+            unsafe { store_rows(&acc, m, l, rows, o, lse, head) };
+        }
+
+        macro_rules! d256_kernels {
+            ($($name:ident: $causal:literal, $overlap:literal;)*) => {$(
+                /// Attention forward at head dimension 256 (see the module docs and
+                /// `attention_body_d256`), causal or not, overlapped or `_serial`, as the name
+                /// says. Launch: 384 threads,
+                /// `shared_bytes_d256()` of dynamic shared memory, grid `(⌈seq_len / 128⌉,
+                /// batch·heads)`; Q, K, V `[batch·heads, seq_len, 256]` bf16, O the same shape,
+                /// LSE `[batch·heads, seq_len]` f32. The kernel checks the launch and the
+                /// lengths and returns without writing anything otherwise.
+                ///
+                /// # Safety
+                /// `maps` points to three tensor maps (Q, K, V: 128 bytes each) of exactly `q`,
+                /// `k` and `v` as `[256, seq_len, batch·heads]` bf16 (innermost first), box
+                /// [`BOX_D256`] (64 rows: not the other kernels' [`BOX`]), 128-byte swizzle, not
+                /// written during the launch. (`maps` must be the start of `map_words`, at least
+                /// 48 words, 64-byte aligned: checked.) The copy engine writes a box of the
+                /// map's size into each slot, so another box would overrun the slot's shared
+                /// memory, and a map of other memory would read memory the launch did not
+                /// declare (the kernel cannot read the opaque maps).
+                #[kernel(launch_bounds(384, 1))]
+                #[allow(clippy::too_many_arguments)]
+                pub unsafe fn $name(
+                    maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                    mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32,
+                ) {
+                    if !launch_ok::<256>(false, shared_bytes_d256(), grid_dim_y(), seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                        return;
+                    }
+                    let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                    // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
+                    // lengths and O's alignment: checked above (`launch_ok`, which also says why
+                    // no two threads write one element of O or LSE, and nothing reads them).
+                    unsafe { attention_body_d256::<$causal, $overlap>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
+                }
+            )*
+                forward_table!(D256_TABLE, plain: $($name)*);
+            };
+        }
+
+        /// The D 256 instances, for [`forward_kernel`].
+        #[cfg(not(target_arch = "nvptx64"))]
+        pub(super) const D256: &[ForwardKernel] = D256_TABLE;
+
+        d256_kernels! {
+            attention_d256: false, true;
+            attention_d256_causal: true, true;
+            attention_d256_serial: false, false;
+            attention_d256_causal_serial: true, false;
+        }
     }
 }
