@@ -79,8 +79,8 @@ mod tests {
         assert!(line.starts_with(&format!(".global .align 8 .b8 __ferrocuda_kernel_names[{}] = {{2, 0, 0, 0, 0, 0, 0, 0, ", table.len())), "{line}");
         assert_eq!(table[8..16], kernel_name_id("saxpy").to_le_bytes());
         assert_eq!(&table[16..22], b"saxpy\0");
-        assert_eq!(table[88..96], kernel_name_id("second").to_le_bytes());
-        assert_eq!(&table[96..103], b"second\0");
+        assert_eq!(table[80..88], kernel_name_id("second").to_le_bytes());
+        assert_eq!(&table[88..95], b"second\0");
         // Everything else is unchanged.
         assert_eq!(out.replace(line, &empty_declaration()), MODULE);
     }
