@@ -407,7 +407,7 @@ pub use ferrocuda_macros::__shared_site;
 /// alike): the declared array and the handle's length can never differ (audit 2026-11-29b,
 /// G22R-1). Move such a local item to module level, or give it its own name.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0308
 /// # use ferrocuda_device::shared_array;
 /// const LEN: usize = 1;
 /// fn kernel_body() {
