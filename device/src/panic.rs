@@ -153,16 +153,17 @@ mod device {
         }
         // SAFETY: the table starts with its record count, written with it by the builder.
         let count = unsafe { table.cast::<u64>().read_volatile() };
-        // Wrapping arithmetic and a 32-bit counter, as in `copy_field`: a checked operation
-        // here could panic inside the panic handler.
-        let mut k = 0u32;
-        while (k as u64) < count {
-            let record = table.wrapping_add(8usize.wrapping_add((k as usize).wrapping_mul(ferrocuda_types::KERNEL_NAME_RECORD_BYTES)));
-            // SAFETY: record `k < count` of the table: its id, then its NUL-terminated name.
+        // One pointer walks the records up to the end the count gives (fewer live registers
+        // than an index: the handler's registers are every panicking kernel's). Wrapping
+        // arithmetic, as in `copy_field`: a checked operation could panic inside the handler.
+        let mut record = table.wrapping_add(8);
+        let end = record.wrapping_add((count as usize).wrapping_mul(ferrocuda_types::KERNEL_NAME_RECORD_BYTES));
+        while record < end {
+            // SAFETY: a record below the count: its id, then its NUL-terminated name.
             if unsafe { record.cast::<u64>().read_volatile() } == id {
                 return record.wrapping_add(8);
             }
-            k = k.wrapping_add(1);
+            record = record.wrapping_add(ferrocuda_types::KERNEL_NAME_RECORD_BYTES);
         }
         c"".as_ptr().cast()
     }
