@@ -31,6 +31,7 @@ mod env;
 mod error;
 mod fast_math;
 mod inner_build;
+mod kernel_names;
 mod kernel_tag;
 mod launch_bounds;
 mod local_memory;
@@ -51,6 +52,7 @@ pub use env::BuildEnv;
 pub use error::BuildError;
 pub use fast_math::flush_approximate_divisions;
 pub use inner_build::{KERNEL_CRATE_FEATURES, strip_ansi};
+pub use kernel_names::{fill_kernel_names, kernel_names_table};
 pub use kernel_tag::remove_dead_kernel_tags;
 pub use launch_bounds::apply_launch_bounds;
 pub use manifest::lib_crate_name;
@@ -571,6 +573,9 @@ impl KernelBuilder {
             let ptx = apply_launch_bounds(&ptx);
             // Kernels that cannot panic lose the kernel-name tag store (a dead STS.128).
             let ptx = remove_dead_kernel_tags(&ptx);
+            // The panic report's table of the module's kernel names (G22R-1: the kernel tag
+            // holds an id into it, never an address).
+            let ptx = fill_kernel_names(&ptx);
             // rustc declares the oldest ISA its LLVM knows for the target; declare the one
             // under which the device library's instructions for this architecture assemble.
             let ptx = declare_ptx_isa(&ptx, self.ptx_isa_for(arch));

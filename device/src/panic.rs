@@ -41,7 +41,13 @@
 //!
 //! The record lives in host memory because the context cannot be read after a trap.
 //! The kernel's name comes from a shared-memory tag, `__ferrocuda_kernel_tag`, that every
-//! `#[kernel]` entry writes ([`__enter_kernel`]) and only the report reads. That store costs
+//! `#[kernel]` entry writes ([`__enter_kernel`]) and only the report reads: the kernel's
+//! [`kernel_name_id`](ferrocuda_types::kernel_name_id) and a check word, which the report looks
+//! up in the module's names table, `__ferrocuda_kernel_names` (filled by ferrocuda-builder).
+//! The tag never holds an address: shared memory is what a kernel's own shared-memory bug can
+//! overwrite (audit 2026-11-29b, G22R-1 rewrote the tag with `(secret, secret ^ key)` and the
+//! report copied the bytes of a buffer the launch was never given), so the worst a corrupted
+//! tag can do is name another kernel of the module, or none. That store costs
 //! an `STS.128` per thread, so ferrocuda-builder removes it from the PTX of each kernel that
 //! cannot reach the report (no panic path left after optimisation), and the tag's declaration
 //! when nothing in the module names it any more (builder/src/kernel_tag.rs). The pass
@@ -93,35 +99,73 @@ mod device {
     core::arch::global_asm!(".shared .align {align} .u64 __ferrocuda_kernel_tag[2];", align = const TAG_ALIGN);
     const TAG_KEY: u64 = 0x6665_7272_6f63_7564;
 
-    /// Records the running kernel's name (a NUL-terminated string) for panic reports; every
-    /// thread writes the same value, once, at kernel entry. The builder deletes this store from
-    /// kernels that cannot panic (see the module docs), matching its text exactly.
+    /// Records the running kernel's [`kernel_name_id`](ferrocuda_types::kernel_name_id) for
+    /// panic reports; every thread writes the same value, once, at kernel entry. The builder
+    /// deletes this store from kernels that cannot panic (see the module docs), matching its
+    /// text exactly.
     #[doc(hidden)]
     #[inline(always)]
-    pub fn __enter_kernel(name: &'static core::ffi::CStr) {
-        let name = name.as_ptr() as u64;
+    pub fn __enter_kernel(id: u64) {
         // SAFETY: writes this block's tag in shared memory.
         unsafe {
             core::arch::asm!(
                 "{{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; st.shared.v2.u64 [t], {{{n}, {c}}}; }}",
-                n = in(reg64) name, c = in(reg64) name ^ TAG_KEY, options(nostack),
+                n = in(reg64) id, c = in(reg64) id ^ TAG_KEY, options(nostack),
             );
         }
     }
 
-    /// The name `__enter_kernel` recorded for this block (NUL-terminated), or `c""` when the
-    /// tag is unset (a kernel not made by `#[kernel]`: shared memory starts with garbage).
+    // The names of the module's kernels, which the report copies from (audit 2026-11-29b,
+    // G22R-1): declared empty here (a record count of 0), and filled by ferrocuda-builder with
+    // every entry of the module (builder/src/kernel_names.rs, which replaces this exact line).
+    // Module-local: no other module and no host name can reach it (`__ferrocuda_` globals are
+    // refused by `Module::global`).
+    core::arch::global_asm!(".global .align 8 .b8 __ferrocuda_kernel_names[8];");
+
+    /// The name of the kernel whose id `__enter_kernel` recorded for this block
+    /// (NUL-terminated, inside the names table), or `c""` when the tag is unset, fails its
+    /// check word, or holds an id the table does not list.
+    ///
+    /// The tag lives in shared memory, which a shared-memory bug of the kernel can overwrite
+    /// (G22R-1 did, from safe code): it must not be able to make the report read anything but
+    /// the table. So the tag holds an id, never an address, and the only memory read here is
+    /// the table's, record by record, below the count the builder wrote with it.
     #[inline(always)]
     fn kernel_name() -> *const u8 {
-        let (name, check): (u64, u64);
+        let (id, check): (u64, u64);
         // SAFETY: reads this block's tag in shared memory.
         unsafe {
             core::arch::asm!(
                 "{{ .reg .u32 t; mov.u32 t, __ferrocuda_kernel_tag; ld.shared.v2.u64 {{{n}, {c}}}, [t]; }}",
-                n = out(reg64) name, c = out(reg64) check, options(nostack, readonly),
+                n = out(reg64) id, c = out(reg64) check, options(nostack, readonly),
             );
         }
-        if name == 0 || check != name ^ TAG_KEY { c"".as_ptr().cast() } else { name as *const u8 }
+        if id == 0 || check != id ^ TAG_KEY {
+            return c"".as_ptr().cast();
+        }
+        let table: *const u8;
+        // SAFETY: the generic address of the module's names table (declared above).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; mov.u64 g, __ferrocuda_kernel_names; cvta.global.u64 {p}, g; }}",
+                p = out(reg64) table, options(pure, nomem, nostack),
+            );
+        }
+        // SAFETY: the table starts with its record count, written with it by the builder.
+        let count = unsafe { table.cast::<u64>().read_volatile() };
+        // One pointer walks the records up to the end the count gives (fewer live registers
+        // than an index: the handler's registers are every panicking kernel's). Wrapping
+        // arithmetic, as in `copy_field`: a checked operation could panic inside the handler.
+        let mut record = table.wrapping_add(8);
+        let end = record.wrapping_add((count as usize).wrapping_mul(ferrocuda_types::KERNEL_NAME_RECORD_BYTES));
+        while record < end {
+            // SAFETY: a record below the count: its id, then its NUL-terminated name.
+            if unsafe { record.cast::<u64>().read_volatile() } == id {
+                return record.wrapping_add(8);
+            }
+            record = record.wrapping_add(ferrocuda_types::KERNEL_NAME_RECORD_BYTES);
+        }
+        c"".as_ptr().cast()
     }
 
     /// Copies `text` (its first `len` bytes, or up to its first NUL if that comes sooner) into
@@ -352,4 +396,4 @@ pub use device::{__enter_kernel, __report, __report_template};
 #[cfg(not(target_arch = "nvptx64"))]
 #[doc(hidden)]
 #[inline(always)]
-pub fn __enter_kernel(_name: &'static core::ffi::CStr) {}
+pub fn __enter_kernel(_id: u64) {}

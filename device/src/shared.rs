@@ -397,29 +397,65 @@ pub use ferrocuda_macros::__shared_site;
 /// function called twice, gives the same array, as a `static __shared__` in a CUDA device
 /// function does (a helper that needs scratch of its own per caller takes it as a parameter
 /// instead: see [`crate::block`]). In a generic function, the array is one for every instance: its element type
-/// and length must not depend on the type parameters (the device build cannot compile that,
-/// and the CPU executor stops with an error naming both sizes). The length must be a constant
-/// expression; it may use items of the enclosing module (not local constants of the function).
+/// and length must not depend on the type parameters (neither build compiles that). The
+/// length must be a constant expression.
+///
+/// The element type and the length are resolved in the enclosing *module*: they may use its
+/// items (and what it imports), not the function's local `const`s, `type`s, `use`s or generic
+/// parameters. Where a local item shadows a module-level one of the same name, the two
+/// readings must agree, or the macro does not compile (on the GPU build and the CPU build
+/// alike): the declared array and the handle's length can never differ (audit 2026-11-29b,
+/// G22R-1). Move such a local item to module level, or give it its own name.
+///
+/// ```compile_fail,E0308
+/// # use ferrocuda_device::shared_array;
+/// const LEN: usize = 1;
+/// fn kernel_body() {
+///     const LEN: usize = 256; // shadows the module's `LEN`: 1 element declared, 256 indexed
+///     let tile = shared_array![u32; LEN];
+///     tile.set(255, 7);
+/// }
+/// ```
 /// Every array is 16-byte aligned (CUDA's `__align__(16)`), so its 16-byte vector accesses
 /// ([`SharedArray::get_x4`], [`crate::shared_vector`]) are always allowed. The kernel crate
 /// needs `feature(asm_experimental_arch)` on the device (see the crate docs).
 #[macro_export]
 macro_rules! shared_array {
     [$ty:ty; $len:expr] => {{
-        #[cfg(target_arch = "nvptx64")]
+        // The caller's `$ty` and `$len` are evaluated twice, in two scopes that can resolve
+        // them differently: here, in a module (which sees the enclosing module's items through
+        // `use super::*`, but not the function's local `const`s, `type`s, `use`s or generic
+        // parameters), for the array's declaration; and in the caller's block, for the handle's
+        // type. The handle is made from this module's items and only then given the caller's
+        // type, so a disagreement is a type error on both builds (audit 2026-11-29b, G22R-1:
+        // a local `const LEN` shadowing a module-level one declared 4 bytes for a handle of
+        // 1024). The items' names are reserved (`__ferrocuda_`), because the module's own
+        // items shadow its glob import inside `$ty` and `$len` too.
         #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
         mod __ferrocuda_shared_site {
             #[allow(unused_imports)]
             use super::*;
+            /// The element type as this module resolves it.
+            pub(super) type __FerrocudaSharedElement = $ty;
+            /// The length as this module resolves it.
+            pub(super) const __FERROCUDA_SHARED_LEN: usize = $len;
+            /// The bytes declared (on the GPU) or allocated (on the CPU executor).
+            pub(super) const __FERROCUDA_SHARED_BYTES: usize =
+                $crate::__private::core::mem::size_of::<__FerrocudaSharedElement>() * __FERROCUDA_SHARED_LEN;
+            /// 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte vector
+            /// accesses (`get_x4`, `set_x4`) need no check.
+            pub(super) const __FERROCUDA_SHARED_ALIGN: usize =
+                $crate::shared::__shared_align($crate::__private::core::mem::align_of::<__FerrocudaSharedElement>());
             /// This expansion's number (one call of `__shared_site!`, shared by both uses).
-            pub(super) const SITE: u64 = $crate::shared::__shared_site!();
+            #[cfg(target_arch = "nvptx64")]
+            pub(super) const __FERROCUDA_SHARED_SITE: u64 = $crate::shared::__shared_site!();
+            #[cfg(target_arch = "nvptx64")]
             $crate::__private::core::arch::global_asm!(
                 ".shared .align {align} .b8 __ferrocuda_shared_{site}[{bytes}];",
-                // 16 bytes (CUDA's `__align__(16)`) for every array, so that its 16-byte
-                // vector accesses (`get_x4`, `set_x4`) need no check.
-                align = const $crate::shared::__shared_align($crate::__private::core::mem::align_of::<$ty>()),
-                bytes = const $crate::__private::core::mem::size_of::<$ty>() * ($len),
-                site = const SITE,
+                align = const __FERROCUDA_SHARED_ALIGN,
+                bytes = const __FERROCUDA_SHARED_BYTES,
+                site = const __FERROCUDA_SHARED_SITE,
             );
         }
         #[cfg(target_arch = "nvptx64")]
@@ -430,19 +466,31 @@ macro_rules! shared_array {
                 $crate::__private::core::arch::asm!(
                     "mov.u32 {a}, __ferrocuda_shared_{site};",
                     a = out(reg32) address,
-                    site = const __ferrocuda_shared_site::SITE,
+                    site = const __ferrocuda_shared_site::__FERROCUDA_SHARED_SITE,
                     options(pure, nomem, nostack),
                 );
             }
             address
         };
+        // The CPU executor allocates what the GPU declares: the module's values, not the
+        // caller's (the two agree, or the line below does not compile).
         #[cfg(not(target_arch = "nvptx64"))]
         let __ferrocuda_address: u32 = $crate::cpu::hooks::static_shared(
             $crate::shared::__shared_site!(),
-            $crate::__private::core::mem::size_of::<$ty>() * ($len),
-            $crate::shared::__shared_align($crate::__private::core::mem::align_of::<$ty>()),
+            __ferrocuda_shared_site::__FERROCUDA_SHARED_BYTES,
+            __ferrocuda_shared_site::__FERROCUDA_SHARED_ALIGN,
         );
-        // SAFETY: the address is this site's own array of `$len` elements.
-        unsafe { $crate::shared::SharedArray::<$ty, { $len }>::__from_address(__ferrocuda_address) }
+        // The handle's type comes from the module's items (what was declared); the ascription
+        // to the caller's `$ty` and `$len` makes any difference between the scopes an error.
+        let __ferrocuda_handle: $crate::shared::SharedArray<$ty, { $len }> =
+            // SAFETY: the address is this site's own array of `__FERROCUDA_SHARED_LEN` elements
+            // of `__FerrocudaSharedElement`, the handle's own type and length.
+            unsafe {
+                $crate::shared::SharedArray::<
+                    __ferrocuda_shared_site::__FerrocudaSharedElement,
+                    { __ferrocuda_shared_site::__FERROCUDA_SHARED_LEN },
+                >::__from_address(__ferrocuda_address)
+            };
+        __ferrocuda_handle
     }};
 }

@@ -196,6 +196,36 @@ impl core::fmt::Display for KernelPanic {
 #[cfg(feature = "std")]
 impl std::error::Error for KernelPanic {}
 
+/// The module-local `.global` table of kernel names that the device's panic report reads
+/// (audit 2026-11-29b, G22R-1's escalation): the device library declares it empty, and
+/// ferrocuda-builder fills it with every entry of the module: a `u64` record count, then per
+/// entry its [`kernel_name_id`] and its name (cut to [`KERNEL_NAME_BYTES`]` - 1` bytes,
+/// NUL-padded), little-endian. The kernel tag in shared memory holds a [`kernel_name_id`],
+/// never an address: a corrupted tag can make the report name another kernel of the module
+/// or none, never bytes elsewhere.
+pub const KERNEL_NAMES_SYMBOL: &str = "__ferrocuda_kernel_names";
+
+/// Bytes of a name in [`KERNEL_NAMES_SYMBOL`]'s records, NUL included (a record is the `u64`
+/// id followed by the name): the size of [`PanicRecord::kernel`].
+pub const KERNEL_NAME_BYTES: usize = 64;
+
+/// Bytes of one record of the names table: the id and the name.
+pub const KERNEL_NAME_RECORD_BYTES: usize = 8 + KERNEL_NAME_BYTES;
+
+/// The number a `#[kernel]` entry stores in the kernel tag for the PTX symbol `symbol`
+/// (FNV-1a, 64 bits; never 0, which the report reads as "no tag"). The macro and the builder
+/// both compute it from the symbol, so they agree without sharing state.
+pub const fn kernel_name_id(symbol: &str) -> u64 {
+    let bytes = symbol.as_bytes();
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash = (hash ^ bytes[i] as u64).wrapping_mul(0x0000_0100_0000_01b3);
+        i += 1;
+    }
+    if hash == 0 { 1 } else { hash }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -260,8 +260,9 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
     };
     // The kernel's name, for panic reports (one shared-memory store per thread at entry).
     // Identifiers contain no NUL, so the C string always exists.
-    let name =
-        std::ffi::CString::new(symbol_text(symbol)).map(|c| proc_macro2::Literal::c_string(&c)).unwrap_or_else(|_| proc_macro2::Literal::c_string(c"kernel"));
+    // The kernel tag holds the symbol's id, which the panic report looks up in the module's
+    // names table (filled by ferrocuda-builder), never an address (audit 2026-11-29b, G22R-1).
+    let name = proc_macro2::Literal::u64_suffixed(ferrocuda_types::kernel_name_id(&symbol_text(symbol)));
     let panic = paths::panic();
     // The full-signature fingerprint as a module global, which the host compares with its
     // launcher's before the first launch from an explicitly loaded module (U7).

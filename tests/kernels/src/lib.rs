@@ -35,6 +35,7 @@ pub fn check_limit(x: &[u32], limit: u32) {
 pub mod audit_g13;
 pub mod cpu_examples;
 pub mod device_lib;
+pub mod g22r;
 // `griddepcontrol` needs sm_90: the sm_80 PTX leaves the whole module out.
 pub mod gpu_rules;
 #[cfg_attr(target_arch = "nvptx64", cfg(ferrocuda_sm = "90"))]

@@ -389,24 +389,9 @@ pub fn n9_two_arrays_from_one_macro_call(mut out: DisjointSlice<u32>) {
     }
 }
 
-/// A generic helper's array: one site for every instance, so its size must not depend on `T`
-/// (the device build refuses that; the CPU executor stops at the second size). Host only.
-#[cfg(not(target_arch = "nvptx64"))]
-fn n9_tile_of<T: ferrocuda_device::shared::SharedElement>() -> u32 {
-    shared_array![T; 8].shared_address()
-}
-
-/// Reaches `n9_tile_of`'s one site as `[u32; 8]` and then (when `mixed`) as `[u64; 8]`.
-/// Host only (see `n9_tile_of`).
-#[kernel]
-#[cfg_attr(target_arch = "nvptx64", cfg(any()))]
-pub fn n9_generic_site_sizes(mixed: bool, mut out: DisjointSlice<u32>) {
-    let first = n9_tile_of::<u32>();
-    let second = if mixed { n9_tile_of::<u64>() } else { n9_tile_of::<u32>() };
-    if let Some(o) = out.get_mut(unique_index()) {
-        *o = (first == second) as u32;
-    }
-}
+// N9's generic helper whose array's size depends on `T` (`shared_array![T; 8]`) was a CPU
+// executor error at its second size; since audit 2026-11-29b (G22R-1) it is a compile error
+// on both builds: tests/compile_fail/seams/g22r_1_generic_param_is_refused.rs.
 
 // ---------------------------------------------------------------------------------------------
 // Shared memory read before any thread of the block wrote it (audit 2026-11-27b, Q6).
