@@ -24,11 +24,8 @@ use crate::warp;
 /// ```
 ///
 /// Cost, for `W` warps: `5 N` shuffles per warp, `N` shared stores by each warp's lane 0, one
-/// barrier, every warp reads `N` slots a lane and folds them with `5 N` tested `shfl.down`
-/// steps (CUB has thread 0 fold them; here the shuffles of the second level run in every warp,
-/// converged code: in warp 0 alone, behind `if warp == 0`, ptxas emitted each of them as a
-/// collective sequence, `WARPSYNC` and `ENDCOLLECTIVE`, 15 for V2's three sums: 583 SASS
-/// instructions, now 470 with the same 31 registers; session 22), thread 0 runs `then` and stores `N` values,
+/// barrier, warp 0 reads `N` slots a lane and folds them with `5 N` tested `shfl.down` steps
+/// (CUB's shape: one warp folds, the others wait), thread 0 runs `then` and stores `N` values,
 /// a second barrier, every thread reads `N` values. 2 barriers for any `N`, where `N` calls of
 /// [`RuntimeBlockReduce::sum_broadcast`](super::RuntimeBlockReduce::sum_broadcast) take `2 N`
 /// (issue 30's ninth port, V2: `sum_then_sum_all` plus `sum_all` were 4 barriers a row, 0.745x
@@ -36,7 +33,7 @@ use crate::warp;
 /// `blockReduce` shape, was 0.69x: at 1024 threads the reads cost more than a barrier saves).
 ///
 /// No trailing barrier is needed: the next call's partials are stored after this call's
-/// second barrier, which every warp passes after its last read of them, and its hand-off is
+/// second barrier, which warp 0 passes after its last read of them, and its hand-off is
 /// written after the next call's first barrier, which every thread passes after reading this
 /// one's. So one reducer serves a loop of rows. Every thread of the block must call each
 /// method, in the same order (they contain `bar.sync`); `then` runs in thread 0 alone and must
@@ -81,25 +78,22 @@ impl<T: BlockValue, const N: usize, const SLOTS: usize> MultiBlockReduce<T, N, S
             }
         }
         partials_stored(slots.shared_address());
-        // Every warp folds the `W` partials (the same shuffles in every thread, so ptxas sees
-        // them in converged code; in warp 0 alone they were emitted as collective sequences,
-        // `WARPSYNC` + `ENDCOLLECTIVE` per shuffle), and thread 0 hands `then`'s values over.
-        let warps = size.div_ceil(warp::WARP_SIZE);
-        let mut total = partials;
-        for (k, t) in total.iter_mut().enumerate() {
-            // Lanes past the warp count read nothing and are never folded in.
-            // SAFETY: `lane < warps <= 32`, `k < N`: below `32 N`.
-            let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize * N + k) } } else { *t };
-            // A partial last warp has `valid` lanes, possibly fewer than `warps`: its shuffles
-            // read only lanes that exist (its fold is not used: thread 0's is).
-            *t = reduce_down_valid(mine, lane, warps.min(valid), op);
-        }
-        if rank == 0 {
-            #[cfg(not(target_arch = "nvptx64"))]
-            let then = |total| crate::cpu::hooks::solo("the `then` of `MultiBlockReduce::reduce_broadcast` (thread 0 alone)", || then(total));
-            for (k, v) in then(total).into_iter().enumerate() {
-                // SAFETY: `32 N + k < 33 N <= SLOTS`.
-                unsafe { slots.set_unchecked(32 * N + k, v) };
+        if warp == 0 {
+            let warps = size.div_ceil(warp::WARP_SIZE);
+            let mut total = partials;
+            for (k, t) in total.iter_mut().enumerate() {
+                // Lanes past the warp count read nothing and are never folded in.
+                // SAFETY: `lane < warps <= 32`, `k < N`: below `32 N`.
+                let mine = if lane < warps { unsafe { slots.get_unchecked(lane as usize * N + k) } } else { *t };
+                *t = reduce_down_valid(mine, lane, warps, op);
+            }
+            if lane == 0 {
+                #[cfg(not(target_arch = "nvptx64"))]
+                let then = |total| crate::cpu::hooks::solo("the `then` of `MultiBlockReduce::reduce_broadcast` (thread 0 alone)", || then(total));
+                for (k, v) in then(total).into_iter().enumerate() {
+                    // SAFETY: `32 N + k < 33 N <= SLOTS`.
+                    unsafe { slots.set_unchecked(32 * N + k, v) };
+                }
             }
         }
         sync_threads();
