@@ -31,16 +31,27 @@ fn g22s_2_the_panic_record_outlives_the_context_it_was_allocated_in() {
     if common::gpu_or_skip(TEST).is_none() {
         return;
     }
-    let output = Command::new(std::env::current_exe().unwrap()).args([TEST, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, TEST).output().unwrap();
-    let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
-    println!("child ({:?}):\n{text}", output.status);
-    assert!(text.contains("CHILD CHECKED"), "the panic record did not survive the created context it was allocated in:\n{text}");
+    // Variant 1: the record made in a created context; variant 2 (G22S2_PRIMARY=1): made in the
+    // primary context, every handle of which the child drops (ferrocuda releases it to 0).
+    for primary in [false, true] {
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command.args([TEST, "--exact", "--nocapture", "--test-threads=1"]).env(CHILD, TEST);
+        if primary {
+            command.env("G22S2_PRIMARY", "1");
+        }
+        let output = command.output().unwrap();
+        let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+        println!("child (primary: {primary}, {:?}):\n{text}", output.status);
+        assert!(text.contains("CHILD CHECKED"), "the panic record did not survive the context it was allocated in (primary: {primary}):\n{text}");
+    }
 }
 
 fn child() {
     {
         // The first module load of the process, in a created context: the record is made here.
-        let created = Context::create(0, SchedulePolicy::Auto).unwrap();
+        // (Variant, G22S2_PRIMARY=1: the primary context, every handle of which drops below, so
+        // that ferrocuda releases it to a reference count of 0 and the driver resets it.)
+        let created = if std::env::var("G22S2_PRIMARY").is_ok() { Context::primary(0).unwrap() } else { Context::create(0, SchedulePolicy::Auto).unwrap() };
         let stream = Stream::new(&created).unwrap();
         let x = DeviceBuffer::from_slice(&created, &[1u32; 32]).unwrap();
         let mut out = DeviceBuffer::<u32>::zeroed(&created, 32).unwrap();
