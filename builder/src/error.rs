@@ -87,6 +87,13 @@ pub enum BuildError {
         /// What was asked for.
         given: String,
     },
+    /// A `KernelBuilder::cfg` that is not `name` or `name="value"` (G22S-1: the flags travel to
+    /// the device rustc in one `\x1f`-separated variable, so a cfg holding a separator added any
+    /// rustc flag, `-Zallow-features` included).
+    BadCfg {
+        /// What was given.
+        given: String,
+    },
     /// A cubin was asked for an architecture older than every PTX architecture.
     CubinWithoutPtx {
         /// The cubin architecture.
@@ -220,6 +227,11 @@ impl fmt::Display for BuildError {
                 targets.join(", ")
             ),
             Self::BadArch { given } => write!(f, "`{given}` is not a supported GPU architecture: use sm_70 or newer, e.g. `sm_80` or `sm_90`"),
+            Self::BadCfg { given } => write!(
+                f,
+                "KernelBuilder::cfg({given:?}) is not a cfg: give `name` or `name=\"value\"` (a name of letters, digits and `_`; a value without quotes, \
+                 backslashes or control characters)"
+            ),
             Self::CubinWithoutPtx { arch } => write!(f, "a cubin for {arch} needs PTX for {arch} or older: add `.arch(...)` with an older architecture"),
             Self::NoOutDir => write!(f, "OUT_DIR is not set: call the builder from a build script, or give it `.out_dir(...)`"),
             Self::NotACrate { manifest } => write!(f, "{} has no [package] name: point KernelBuilder::new at the kernel crate's directory", manifest.display()),

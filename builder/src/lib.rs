@@ -370,6 +370,8 @@ impl KernelBuilder {
     }
 
     /// Adds `--cfg <cfg>` to the device build (for example `my_feature` or `mode="fast"`).
+    /// Anything else (a flag, a control character) makes [`KernelBuilder::build`] fail with
+    /// [`BuildError::BadCfg`].
     pub fn cfg(mut self, cfg: impl Into<String>) -> Self {
         self.cfgs.push(cfg.into());
         self
@@ -487,6 +489,9 @@ impl KernelBuilder {
     /// # Errors
     /// See [`BuildError`]; each variant says what to do.
     pub fn build(self) -> Result<Artifacts, BuildError> {
+        if let Some(bad) = self.cfgs.iter().find(|cfg| !is_plain_cfg(cfg)) {
+            return Err(BuildError::BadCfg { given: bad.clone() });
+        }
         let in_build_script = self.env.var("OUT_DIR").is_some();
         if in_build_script {
             for line in check_cfg_lines(&self.ptx_archs()) {
@@ -687,8 +692,47 @@ fn in_parallel<R: Send>(archs: Vec<Arch>, work: impl Fn(Arch) -> Result<R, Build
     })
 }
 
+/// Whether `cfg` is a plain `--cfg` value: `name` or `name="value"`, the name an identifier and
+/// the value free of quotes, backslashes and control characters. The device build's flags reach
+/// rustc through `CARGO_ENCODED_RUSTFLAGS`, separated by `\x1f`, after the builder's own
+/// (`-Zallow-features` among them): a cfg holding a separator would add a flag that overrides
+/// them (G22S-1).
+fn is_plain_cfg(cfg: &str) -> bool {
+    let (name, value) = match cfg.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (cfg, None),
+    };
+    let name_ok = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let value_ok = value
+        .is_none_or(|v| v.len() >= 2 && v.starts_with('"') && v.ends_with('"') && v[1..v.len() - 1].chars().all(|c| !c.is_control() && c != '"' && c != '\\'));
+    name_ok && value_ok
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn g22s_1_a_cfg_cannot_carry_a_flag() {
+        for good in ["my_feature", "mode=\"fast\"", "_x1=\"a b\"", "k=\"\""] {
+            assert!(is_plain_cfg(good), "{good:?}");
+        }
+        for bad in [
+            "x\u{1f}-Zallow-features=abi_ptx,asm_experimental_arch,never_type",
+            "x=\"a\u{1f}b\"",
+            "-Zallow-features=never_type",
+            "",
+            "1x",
+            "x=fast",
+            "x=\"a\"b\"",
+            "x=\"a\\\"",
+            "x y",
+        ] {
+            assert!(!is_plain_cfg(bad), "{bad:?}");
+        }
+        let error = KernelBuilder::new(".").cfg("x\u{1f}-Zallow-features=never_type").build().unwrap_err();
+        assert!(matches!(error, BuildError::BadCfg { .. }), "{error}");
+        assert!(error.to_string().contains("is not a cfg"), "{error}");
+    }
+
     use super::*;
 
     #[test]
