@@ -37,17 +37,16 @@ rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/ferrocuda-* "$verify_dir/pa
 meta_file=$(mktemp)
 trap 'rm -f "$meta_file"' EXIT
 cargo metadata --no-deps --format-version 1 >"$meta_file"
-meta=$(<"$meta_file")
 mapfile -t published < <(python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
     if p["publish"] != []:
-        print(p["name"])' <<<"$meta")
+        print(p["name"])' <"$meta_file")
 mapfile -t unpublished < <(python3 -c '
 import json, sys
 for p in json.load(sys.stdin)["packages"]:
     if p["publish"] == []:
-        print(p["name"])' <<<"$meta")
+        print(p["name"])' <"$meta_file")
 echo "check-packaging: published: ${published[*]}; not published: ${unpublished[*]:-none}"
 
 # Metadata crates.io and docs.rs use.
