@@ -10,59 +10,32 @@ use ferrocuda_host::{DeviceRead, DeviceWrite, LaunchConfig, Stream};
 use ferrocuda_kernels_device::attention::AttentionShape;
 use ferrocuda_kernels_device::{AdamWStep, RopeShape, bf16, f16, for_bf16, for_f16, for_f32};
 
-/// A kernel parameter's type in a GPU launcher: `[in T]` is an input of the element type,
-/// `[out f32]` an output of `f32`, anything else a by-value parameter.
+/// A kernel parameter's type in a GPU launcher, for element type `$elem` (`Self` in the
+/// [`Launchers`] trait, `T` in a [`Gpu`] runner's generic method): `[in T]` is an input of the
+/// element type, `[out f32]` an output of `f32`, anything else a by-value parameter.
 macro_rules! gpu_arg {
-    ([in T]) => { &(impl DeviceRead<Self> + ?Sized) };
-    ([in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
-    ([out T]) => { &mut (impl DeviceWrite<Self> + ?Sized) };
-    ([out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
-    ($t:ty) => { $t };
+    ($elem:ty; [in T]) => { &(impl DeviceRead<$elem> + ?Sized) };
+    ($elem:ty; [in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
+    ($elem:ty; [out T]) => { &mut (impl DeviceWrite<$elem> + ?Sized) };
+    ($elem:ty; [out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
+    ($elem:ty; $t:ty) => { $t };
 }
 
-/// The same parameter in a CPU-executor launcher (host slices).
+/// The same parameter in a CPU-executor launcher or a [`Cpu`] runner's method (host slices).
 macro_rules! cpu_arg {
-    ([in T]) => {
-        &[Self]
+    ($elem:ty; [in T]) => {
+        &[$elem]
     };
-    ([in $t:ty]) => {
+    ($elem:ty; [in $t:ty]) => {
         &[$t]
     };
-    ([out T]) => {
-        &mut [Self]
+    ($elem:ty; [out T]) => {
+        &mut [$elem]
     };
-    ([out $t:ty]) => {
+    ($elem:ty; [out $t:ty]) => {
         &mut [$t]
     };
-    ($t:ty) => {
-        $t
-    };
-}
-
-/// The same parameter in a [`Gpu`] runner's method (generic over the element type `T`).
-macro_rules! gpu_arg_t {
-    ([in T]) => { &(impl DeviceRead<T> + ?Sized) };
-    ([in $t:ty]) => { &(impl DeviceRead<$t> + ?Sized) };
-    ([out T]) => { &mut (impl DeviceWrite<T> + ?Sized) };
-    ([out $t:ty]) => { &mut (impl DeviceWrite<$t> + ?Sized) };
-    ($t:ty) => { $t };
-}
-
-/// The same parameter in a [`Cpu`] runner's method.
-macro_rules! cpu_arg_t {
-    ([in T]) => {
-        &[T]
-    };
-    ([in $t:ty]) => {
-        &[$t]
-    };
-    ([out T]) => {
-        &mut [T]
-    };
-    ([out $t:ty]) => {
-        &mut [$t]
-    };
-    ($t:ty) => {
+    ($elem:ty; $t:ty) => {
         $t
     };
 }
@@ -197,7 +170,7 @@ macro_rules! declare_launchers {
         #[allow(clippy::too_many_arguments, dead_code)]
         impl Gpu<'_> {
             $(
-                pub(crate) fn $name<T: Launchers>(&self, config: LaunchConfig, $($param: gpu_arg_t!($kind)),*) -> crate::Result<()> {
+                pub(crate) fn $name<T: Launchers>(&self, config: LaunchConfig, $($param: gpu_arg!(T; $kind)),*) -> crate::Result<()> {
                     Ok(<T as Launchers>::$name(self.0, config, $($param),*)?)
                 }
             )*
@@ -205,7 +178,7 @@ macro_rules! declare_launchers {
         #[allow(clippy::too_many_arguments, dead_code)]
         impl Cpu<'_> {
             $(
-                pub(crate) fn $name<T: CpuLaunchers>(&self, config: LaunchConfig, $($param: cpu_arg_t!($kind)),*) -> crate::Result<()> {
+                pub(crate) fn $name<T: CpuLaunchers>(&self, config: LaunchConfig, $($param: cpu_arg!(T; $kind)),*) -> crate::Result<()> {
                     Ok(<T as CpuLaunchers>::$name(self.0, config, $($param),*)?)
                 }
             )*
@@ -215,14 +188,14 @@ macro_rules! declare_launchers {
         #[allow(clippy::too_many_arguments, missing_docs)]
         pub trait Launchers: Sized {
             $(
-                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!($kind)),*) -> ferrocuda_host::Result<()>;
+                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!(Self; $kind)),*) -> ferrocuda_host::Result<()>;
             )*
         }
         /// [`Launchers`] on the CPU executor.
         #[allow(clippy::too_many_arguments, missing_docs)]
         pub trait CpuLaunchers: Sized {
             $(
-                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!($kind)),*) -> Result<(), CpuError>;
+                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!(Self; $kind)),*) -> Result<(), CpuError>;
             )*
         }
     };
@@ -233,7 +206,7 @@ macro_rules! impl_launchers {
         #[allow(clippy::too_many_arguments)]
         impl Launchers for $ty {
             $(
-                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!($kind)),*) -> ferrocuda_host::Result<()> {
+                fn $name(stream: &Stream, config: LaunchConfig, $($param: gpu_arg!(Self; $kind)),*) -> ferrocuda_host::Result<()> {
                     $module::$name::launch(stream, config, $($param),*)
                 }
             )*
@@ -241,7 +214,7 @@ macro_rules! impl_launchers {
         #[allow(clippy::too_many_arguments)]
         impl CpuLaunchers for $ty {
             $(
-                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!($kind)),*) -> Result<(), CpuError> {
+                fn $name(executor: &CpuExecutor, config: LaunchConfig, $($param: cpu_arg!(Self; $kind)),*) -> Result<(), CpuError> {
                     $module::$name::launch_cpu(executor, config, $($param),*)
                 }
             )*
