@@ -124,7 +124,7 @@ fn main() -> Result<()> {
     });
 
     case(ONLY, "L3", || -> Result<()> {
-        let (n, c, block) = (8192usize, 50257usize, 256u32);
+        let (n, c, block) = (4096usize, 50257usize, 256u32);
         let inp = DeviceBuffer::from_slice(&context, &uniform(n * c, 6).iter().map(|v| 8.0 * v).collect::<Vec<_>>())?;
         let mut ours = DeviceBuffer::<f32>::zeroed(&context, n * c)?;
         let twin = DeviceBuffer::<f32>::zeroed(&context, n * c)?;
