@@ -353,3 +353,15 @@ fn v2_advance_step_kernel_gpu() {
     assert_eq!(pos.to_vec().unwrap(), want_pos);
     assert_eq!(slots.to_vec().unwrap(), want_slots);
 }
+
+// ---- docs probe: llm.c's unguarded same-value store to a shared slot ----
+
+#[test]
+fn probe_all_lanes_storing_one_value_to_a_shared_slot_is_reported_as_a_race() {
+    let mut out = vec![0.0f32; 128];
+    let result = probe_all_lanes_store_one_slot::launch_cpu(&CpuExecutor::new(), (1u32, 128u32), &mut out);
+    // What the CPU executor says about llm.c's `shared_sum[warp_id] = warp_sum` from all 32
+    // lanes (the same value): the ports guard the store with `lane_id == 0` because of this.
+    println!("probe: {result:?}");
+    assert!(result.is_err(), "the race detector accepted 32 lanes storing one value to one word: {out:?}");
+}

@@ -318,3 +318,25 @@ pub fn advance_step_kernel(
     let Some(&block) = block_tables.get(block_tables_stride as usize * i.get() + block_index as usize) else { return };
     *slot = block * block_size.get() as i32 + block_offset as i32;
 }
+
+// ------------------------------------------------------------------------------------------
+// Docs probes (not ports): what a port's first try assumed, checked.
+// ------------------------------------------------------------------------------------------
+
+/// Probe for L1/L2's shared-memory hand-off as llm.c writes it: every lane of a warp stores its
+/// warp's (identical) sum to `shared[warp_id]` ("we could have lane_id == 0 guard but not
+/// needed"), a barrier, then lane `l` reads slot `l`. `out[t]` = the slot thread `t` read, or
+/// 0. The ports guard the store with `lane_id == 0`; `tests/ports11.rs` runs this form on the
+/// CPU executor to see whether the race detector accepts it.
+#[kernel]
+pub fn probe_all_lanes_store_one_slot(mut out: DisjointSlice<f32>) {
+    let slots = shared_array![f32; 32];
+    let tid = thread_idx_x();
+    slots.set((tid / 32) as usize, (tid / 32) as f32);
+    sync_threads();
+    let lane = tid % 32;
+    let v = if lane < block_dim_x() / 32 { slots.get(lane as usize) } else { 0.0 };
+    if let Some(o) = out.get_mut(unique_index()) {
+        *o = v;
+    }
+}
