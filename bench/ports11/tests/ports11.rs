@@ -236,6 +236,23 @@ fn l5_attention_softmax_kernel1_gpu() {
     assert_close("att", &att.to_vec().unwrap(), &want, 2e-5, 1e-9);
 }
 
+#[test]
+fn l5_attention_softmax_kernel1_fix_cpu_and_gpu() {
+    let (b, nh, t) = L5;
+    let preatt = l5_inputs();
+    let want = causal_softmax_reference(&preatt, b, nh, t);
+    let mut att = vec![f32::NAN; b * nh * t * t];
+    let grid = ((b * nh * t) as u32).div_ceil(64);
+    attention_softmax_kernel1_fix::launch_cpu(&CpuExecutor::new(), (grid, 64), &mut att, &preatt, b as u32, nz(t as u32), nz(nh as u32)).unwrap();
+    assert_close("att (fix, cpu)", &att, &want, 2e-5, 1e-9);
+    let Some((context, stream)) = gpu("l5_attention_softmax_kernel1_fix_cpu_and_gpu (its GPU half)") else { return };
+    let p = DeviceBuffer::from_slice(&context, &preatt).unwrap();
+    let mut d = DeviceBuffer::from_slice(&context, &vec![f32::NAN; b * nh * t * t]).unwrap();
+    attention_softmax_kernel1_fix::launch(&stream, (grid, 64), &mut d, &p, b as u32, nz(t as u32), nz(nh as u32)).unwrap();
+    stream.synchronize().unwrap();
+    assert_close("att (fix, gpu)", &d.to_vec().unwrap(), &want, 2e-5, 1e-9);
+}
+
 // ---- L6: scale_kernel ----
 
 #[test]

@@ -243,6 +243,69 @@ pub fn attention_softmax_kernel1(att: AtomicSlice<f32>, preatt: &[f32], b: u32, 
     }
 }
 
+/// L5, fix round (beside the first try above; see RESULTS.md): the same kernel with the row's
+/// loops walked in chunks of 16 (`as_chunks::<16>`, then the remainder), so that sixteen loads
+/// are in flight a thread as in nvcc's unrolled loops (the twin's maximum loop issues 16
+/// `LDG` a step; the first try's LLVM unroll by 4 issues 4), and the write pass split at the
+/// diagonal (the row's values, then the zeros) instead of a test per column. Same sums in the
+/// same order, so the same bits.
+#[kernel]
+pub fn attention_softmax_kernel1_fix(att: AtomicSlice<f32>, preatt: &[f32], b: u32, t: NonZeroU32, nh: NonZeroU32) {
+    let idx = block_idx_x() * block_dim_x() + thread_idx_x();
+    let total_threads = b * t.get() * nh.get();
+    let Some(nh_t) = NonZeroU32::new(nh.get() * t.get()) else { return };
+    if idx < total_threads {
+        let h = idx % nh;
+        let tt = (idx / nh) % t;
+        let bb = idx / nh_t;
+        let tq = t.get();
+        let base = (bb * nh.get() * tq * tq + h * tq * tq + tt * tq) as usize;
+        let Some(row) = preatt.get(base..base + tt as usize + 1) else { return };
+        let (chunks, rest) = row.as_chunks::<16>();
+        let mut maxval = -f32::MAX;
+        for chunk in chunks {
+            for &v in chunk {
+                if v > maxval {
+                    maxval = v;
+                }
+            }
+        }
+        for &v in rest {
+            if v > maxval {
+                maxval = v;
+            }
+        }
+        let mut expsum = 0.0f32;
+        for chunk in chunks {
+            for &v in chunk {
+                expsum += (v - maxval).fast_exp();
+            }
+        }
+        for &v in rest {
+            expsum += (v - maxval).fast_exp();
+        }
+        let expsum_inv = if expsum == 0.0 { 0.0 } else { expsum.fast_recip() };
+        for (k, chunk) in chunks.iter().enumerate() {
+            for (j, &v) in chunk.iter().enumerate() {
+                if let Some(a) = att.get(base + 16 * k + j) {
+                    a.store((v - maxval).fast_exp() * expsum_inv);
+                }
+            }
+        }
+        let done = 16 * chunks.len();
+        for (j, &v) in rest.iter().enumerate() {
+            if let Some(a) = att.get(base + done + j) {
+                a.store((v - maxval).fast_exp() * expsum_inv);
+            }
+        }
+        for t2 in tt + 1..tq {
+            if let Some(a) = att.get(base + t2 as usize) {
+                a.store(0.0);
+            }
+        }
+    }
+}
+
 /// L6, `scale_kernel` (dev/cuda/attention_forward.cu): in place over `[B, NH, T, T]`, one
 /// element a thread: `inp *= scale` on and below the diagonal, `-inf` above it (the causal
 /// mask). `b` is implied by `inp`'s length (the source's `idx < B NH T T`).

@@ -201,6 +201,16 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
         table.row("L5 attention_softmax_kernel1", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
+        // The fix round (RESULTS.md), timed beside the same twin on the same buffers.
+        let mut run_fix = || -> Result<()> {
+            attention_softmax_kernel1_fix::launch(&stream, config, &mut ours, &preatt, b as u32, nz(t as u32), nz(nh as u32))?;
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_fix)?;
+        let times = time_pair(&context, &stream, reps, run_fix, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
+        table.row("L5 attention_softmax_kernel1_fix", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
         Ok(())
     });
 
