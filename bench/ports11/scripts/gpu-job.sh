@@ -2,12 +2,14 @@
 # bench/ports11's GPU job, run by the `run` tool from the directory stage.sh filled
 # (bench/ports11/scripts/stage.sh; by default /work/main/.device-bin/port): builds the twins with
 # nvcc as their sources build them, runs the bench twice and the tests with REQUIRE_GPU=1, and
-# leaves the reports under $OUT/port/. About 30-45 s on an H200.
+# leaves the reports as ONE file, $OUT/port/port.tar.xz (the `run` tool brings back few files),
+# and prints them on stdout too. About 25-35 s on an H200 (22 s in the mid-session call).
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here"
-out="${OUT:-$here/out}/port"
-mkdir -p "$out"
+final="${OUT:-$here/out}/port"
+out="$here/reports"
+rm -rf "$out"; mkdir -p "$out" "$final"
 for f in *.xz; do [ -e "$f" ] && xz -d -f "$f"; done
 chmod +x ports11_bench ports11_tests
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv; nvcc --version | tail -2; } > "$out/device.txt" 2>&1
@@ -22,4 +24,6 @@ wait
 REQUIRE_GPU=1 ./ports11_tests --test-threads=4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?" >> "$out/tests.txt"
 cat "$out/device.txt" "$out/bench1.txt" "$out/bench2.txt"
+grep -E "FAILED|panicked" "$out/tests.txt" | head -20
 tail -5 "$out/tests.txt"
+tar -cJf "$final/port.tar.xz" -C "$here" reports

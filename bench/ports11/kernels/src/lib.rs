@@ -100,6 +100,76 @@ pub fn layernorm_forward_kernel5(
     });
 }
 
+/// L1, fix round (beside the first try above; RESULTS.md): the same kernel with (1) the sum
+/// pass as the source's loop, a `u32` column counter, instead of `unroll::strided_x4`, whose
+/// 64-bit walk and prologue ran in every thread although at 768 columns and 256 threads no
+/// thread has the four columns its unrolled step needs (the first try's 220 SASS instructions
+/// against nvcc's 134, at 22.5 µs against 20.4: the launch is issue-bound at this size), and (2)
+/// the statistics as nvcc's fast math computes them, for the same bits: `x / C` is `x · rcp(C)`
+/// there, which the compiler then fuses with the variance's subtraction (`fma(Σx², rcp(C),
+/// -m²)`); the first try's `fast_div` kept the product separate (`m2 - m·m` as
+/// `fma(-m, m, m2)`), so `rstd` differed in the last bit in 1150 of 8192 rows.
+#[kernel(cols(out = c))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_forward_kernel5_fix(
+    mut out: DisjointSlice<f32, BlockRows>,
+    mut mean: PerBlock<f32>,
+    mut rstd: PerBlock<f32>,
+    inp: &[f32],
+    weight: &[f32],
+    bias: &[f32],
+    n: u32,
+    c: u32,
+) {
+    let _ = n;
+    let shared_sum = shared_array![f32; 32];
+    let shared_sum2 = shared_array![f32; 32];
+    let tid = thread_idx_x();
+    let num_warps = block_dim_x() / 32;
+    let warp_id = tid / 32;
+    let lane_id = tid % 32;
+    let me = block_row();
+    let Some(row) = out.row_mut(me) else { return };
+    let start = me.row() as usize * c as usize;
+    let (Some(x), Some(weight), Some(bias)) = (inp.get(start..start + c as usize), weight.get(..c as usize), bias.get(..c as usize)) else {
+        return;
+    };
+    let mut thread_sum = 0.0f32;
+    let mut thread_sum2 = 0.0f32;
+    let mut i = tid;
+    while (i as usize) < x.len() {
+        let xi = x[i as usize];
+        thread_sum += xi;
+        thread_sum2 += xi * xi;
+        i += block_dim_x();
+    }
+    let warp_sum = warp::reduce_sum(thread_sum);
+    let warp_sum2 = warp::reduce_sum(thread_sum2);
+    if lane_id == 0 {
+        shared_sum.set(warp_id as usize, warp_sum);
+        shared_sum2.set(warp_id as usize, warp_sum2);
+    }
+    sync_threads();
+    let warp_sum = if lane_id < num_warps { shared_sum.get(lane_id as usize) } else { 0.0 };
+    let warp_sum2 = if lane_id < num_warps { shared_sum2.get(lane_id as usize) } else { 0.0 };
+    let inv_c = (c as f32).fast_recip();
+    let m = warp::reduce_sum(warp_sum) * inv_c;
+    let var = warp::reduce_sum(warp_sum2).mul_add(inv_c, -(m * m));
+    let s = (var + 1e-5).fast_rsqrt();
+    if let Some(b) = once_per_block() {
+        if let Some(v) = mean.get_mut(b) {
+            cache::store(v, m, Store::Streaming);
+        }
+        if let Some(v) = rstd.get_mut(b) {
+            cache::store(v, s, Store::Streaming);
+        }
+    }
+    row.zip_inputs([x, weight, bias]).for_each(|([x, w, b], o)| {
+        let n = s * (cache::load(x, Load::Streaming) - m);
+        cache::store(o, n * *w + *b, Store::Streaming);
+    });
+}
+
 /// L2, `matmul_backward_bias_kernel3` (dev/cuda/matmul_backward_bias.cu, bf16): one block per
 /// output channel `blockIdx.x`: each thread sums `dout[i * oc + channel]` over its rows `i =
 /// threadIdx.x + blockDim.x k` below `b * t`, the warps reduce by shuffles, then through
@@ -120,6 +190,43 @@ pub fn matmul_backward_bias_kernel3(mut dbias: PerBlock<bf16>, dout: &[bf16], b:
     unroll::strided_x4(d, tid as usize * oc as usize + idx, block_dim_x() as usize * oc as usize, |v| {
         thread_sum += v.widen();
     });
+    let warp_sum = warp::reduce_sum(thread_sum);
+    if lane_id == 0 {
+        shared_sum.set(warp_id as usize, warp_sum);
+    }
+    sync_threads();
+    let warp_sum = if lane_id < num_warps { shared_sum.get(lane_id as usize) } else { 0.0 };
+    let block_sum = warp::reduce_sum(warp_sum);
+    if let Some(block) = once_per_block()
+        && let Some(o) = dbias.get_mut(block)
+    {
+        *o = (o.widen() + block_sum).to_bf16();
+    }
+}
+
+/// L2, fix round (beside the first try; RESULTS.md): the column gather as the source's loop,
+/// one load in flight and the row index in `u32` (`i * oc + channel`, CUDA's `int`), instead of
+/// the first try's `unroll::strided_x4`: four 2-byte loads in flight a thread, each from
+/// another 32-sector warp access, with 64-bit addresses, took 38 registers (3 blocks of 512 an
+/// SM; nvcc 13, 4 blocks) and ran at 0.77x nvcc on an H200. More loads in flight do not help an
+/// uncoalesced gather whose warps already keep the memory system busy; occupancy does.
+#[kernel]
+pub fn matmul_backward_bias_kernel3_fix(mut dbias: PerBlock<bf16>, dout: &[bf16], b: u32, t: u32, oc: u32) {
+    let shared_sum = shared_array![f32; 32];
+    let bt = b * t;
+    let tid = thread_idx_x();
+    let num_warps = block_dim_x() / 32;
+    let warp_id = tid / 32;
+    let lane_id = tid % 32;
+    let idx = block_idx_x();
+    let mut thread_sum = 0.0f32;
+    let mut i = tid;
+    while i < bt {
+        if let Some(v) = dout.get((i * oc + idx) as usize) {
+            thread_sum += v.widen();
+        }
+        i += block_dim_x();
+    }
     let warp_sum = warp::reduce_sum(thread_sum);
     if lane_id == 0 {
         shared_sum.set(warp_id as usize, warp_sum);
@@ -238,69 +345,6 @@ pub fn attention_softmax_kernel1(att: AtomicSlice<f32>, preatt: &[f32], b: u32, 
             };
             if let Some(a) = att.get(base + t2 as usize) {
                 a.store(v);
-            }
-        }
-    }
-}
-
-/// L5, fix round (beside the first try above; see RESULTS.md): the same kernel with the row's
-/// loops walked in chunks of 16 (`as_chunks::<16>`, then the remainder), so that sixteen loads
-/// are in flight a thread as in nvcc's unrolled loops (the twin's maximum loop issues 16
-/// `LDG` a step; the first try's LLVM unroll by 4 issues 4), and the write pass split at the
-/// diagonal (the row's values, then the zeros) instead of a test per column. Same sums in the
-/// same order, so the same bits.
-#[kernel]
-pub fn attention_softmax_kernel1_fix(att: AtomicSlice<f32>, preatt: &[f32], b: u32, t: NonZeroU32, nh: NonZeroU32) {
-    let idx = block_idx_x() * block_dim_x() + thread_idx_x();
-    let total_threads = b * t.get() * nh.get();
-    let Some(nh_t) = NonZeroU32::new(nh.get() * t.get()) else { return };
-    if idx < total_threads {
-        let h = idx % nh;
-        let tt = (idx / nh) % t;
-        let bb = idx / nh_t;
-        let tq = t.get();
-        let base = (bb * nh.get() * tq * tq + h * tq * tq + tt * tq) as usize;
-        let Some(row) = preatt.get(base..base + tt as usize + 1) else { return };
-        let (chunks, rest) = row.as_chunks::<16>();
-        let mut maxval = -f32::MAX;
-        for chunk in chunks {
-            for &v in chunk {
-                if v > maxval {
-                    maxval = v;
-                }
-            }
-        }
-        for &v in rest {
-            if v > maxval {
-                maxval = v;
-            }
-        }
-        let mut expsum = 0.0f32;
-        for chunk in chunks {
-            for &v in chunk {
-                expsum += (v - maxval).fast_exp();
-            }
-        }
-        for &v in rest {
-            expsum += (v - maxval).fast_exp();
-        }
-        let expsum_inv = if expsum == 0.0 { 0.0 } else { expsum.fast_recip() };
-        for (k, chunk) in chunks.iter().enumerate() {
-            for (j, &v) in chunk.iter().enumerate() {
-                if let Some(a) = att.get(base + 16 * k + j) {
-                    a.store((v - maxval).fast_exp() * expsum_inv);
-                }
-            }
-        }
-        let done = 16 * chunks.len();
-        for (j, &v) in rest.iter().enumerate() {
-            if let Some(a) = att.get(base + done + j) {
-                a.store((v - maxval).fast_exp() * expsum_inv);
-            }
-        }
-        for t2 in tt + 1..tq {
-            if let Some(a) = att.get(base + t2 as usize) {
-                a.store(0.0);
             }
         }
     }

@@ -86,6 +86,21 @@ fn main() -> Result<()> {
             check_bits("rstd", &ours_rstd.to_vec()?, &twin_rstd.to_vec()?)
         );
         table.row("L1 layernorm_forward_kernel5", &format!("{n}x{c} f32, block {block}"), times, &check);
+        // The fix round (RESULTS.md), beside the same twin on the same buffers.
+        let mut run_fix = || -> Result<()> {
+            layernorm_forward_kernel5_fix::launch(&stream, config, &mut ours, &mut ours_mean, &mut ours_rstd, &inp, &weight, &bias, n as u32, c as u32)?;
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_fix)?;
+        let times = time_pair(&context, &stream, reps, run_fix, run_twin)?;
+        stream.synchronize()?;
+        let check = format!(
+            "{}; {}; {}",
+            check_f32("out", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err),
+            check_bits("mean", &ours_mean.to_vec()?, &twin_mean.to_vec()?),
+            check_bits("rstd", &ours_rstd.to_vec()?, &twin_rstd.to_vec()?)
+        );
+        table.row("L1 layernorm_forward_kernel5_fix", &format!("{n}x{c} f32, block {block}"), times, &check);
         Ok(())
     });
 
@@ -119,6 +134,22 @@ fn main() -> Result<()> {
             stream.synchronize()?;
             let check = check_bits("bf16", &ours.to_vec()?, &twin.to_vec()?);
             table.row("L2 matmul_backward_bias_kernel3", &format!("{}x{oc} bf16, block {block}", b * t), times, &check);
+            // The fix round (RESULTS.md): timed beside the same twin, checked the same way.
+            let mut run_fix = || -> Result<()> {
+                matmul_backward_bias_kernel3_fix::launch(&stream, config, &mut ours, &dout, b as u32, t as u32, oc as u32)?;
+                Ok(())
+            };
+            let reps = reps_for(&context, &stream, &mut run_fix)?;
+            let times = time_pair(&context, &stream, reps, run_fix, run_twin)?;
+            stream.synchronize()?;
+            ours.copy_from_host(&dbias0)?;
+            twin.copy_from_host(&dbias0)?;
+            matmul_backward_bias_kernel3_fix::launch(&stream, config, &mut ours, &dout, b as u32, t as u32, oc as u32)?;
+            // SAFETY: as above.
+            unsafe { twin_matmul_backward_bias_kernel3::launch_in(&lm_nofast, &stream, config, ptr(&twin), ptr(&dout), b as i32, t as i32, oc as i32)? };
+            stream.synchronize()?;
+            let check = check_bits("bf16", &ours.to_vec()?, &twin.to_vec()?);
+            table.row("L2 matmul_backward_bias_kernel3_fix", &format!("{}x{oc} bf16, block {block}", b * t), times, &check);
         }
         Ok(())
     });
@@ -201,16 +232,6 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
         table.row("L5 attention_softmax_kernel1", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
-        // The fix round (RESULTS.md), timed beside the same twin on the same buffers.
-        let mut run_fix = || -> Result<()> {
-            attention_softmax_kernel1_fix::launch(&stream, config, &mut ours, &preatt, b as u32, nz(t as u32), nz(nh as u32))?;
-            Ok(())
-        };
-        let reps = reps_for(&context, &stream, &mut run_fix)?;
-        let times = time_pair(&context, &stream, reps, run_fix, run_twin)?;
-        stream.synchronize()?;
-        let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
-        table.row("L5 attention_softmax_kernel1_fix", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
         Ok(())
     });
 
