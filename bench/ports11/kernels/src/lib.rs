@@ -3,7 +3,7 @@
 //! twins ([`twins`], the public sources as written in `bench/ports11/cuda/ports11.cu`).
 //!
 //! llm.c's `dev/cuda` files are built with `--use_fast_math` (except `matmul_backward_bias.cu`);
-//! this crate is built without [`fast_math`](ferrocuda_builder) so that vLLM's kernel keeps its
+//! this crate is built without the builder's `fast_math` so that vLLM's kernel keeps its
 //! precise division, and the llm.c ports call the [`FastMath`] methods where nvcc's fast math
 //! rewrites the source's operation (`expf` -> `fast_exp`, `/` -> `fast_div`, `1.0f / x` ->
 //! `fast_recip`, `rsqrtf` -> `fast_rsqrt`), as docs/performance.md offers for a crate that mixes
@@ -389,7 +389,7 @@ pub fn convert_fp8_kernel(src_cache: &[bf16], mut dst_cache: DisjointSlice<u8, B
     row.zip_input_for_each_x4(src, |x, o| *o = fp8::e4m3(x.widen() / scale));
 }
 
-/// Threads a block of [`advance_step_kernel`] (vLLM's `max_threads`, its template argument).
+/// Threads a block of [`advance_step_kernel()`] (vLLM's `max_threads`, its template argument).
 pub const ADVANCE_STEP_THREADS: u32 = 256;
 
 /// V2, `prepare_inputs::advance_step_kernel<256>` (csrc/prepare_inputs/advance_step.cu): a
