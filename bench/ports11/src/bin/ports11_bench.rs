@@ -364,6 +364,53 @@ fn main() -> Result<()> {
                 check_bits("slots", &ours_slots.to_vec()?, &twin_slots.to_vec()?)
             );
             table.row("V2 advance_step_kernel<256>", &format!("{seqs} seqs, {sms}x{ADVANCE_STEP_THREADS}"), times, &check);
+
+            // The same pair with the host's launch path taken out: each side's 100 launches
+            // captured into a CUDA graph and the graphs timed (RESULTS.md: V2 is launch-bound,
+            // and the typed launcher's buffer bookkeeping is the one thing its twin skips).
+            const IN_GRAPH: usize = 100;
+            ours_lens.copy_from_host(&lens0)?;
+            twin_lens.copy_from_host(&lens0)?;
+            let ours_graph = stream
+                .capture(|s| {
+                    for _ in 0..IN_GRAPH {
+                        advance_step_kernel::launch(s, config, nz(16), &sampled, &mut ours_pos, &mut ours_lens, &mut ours_slots, &tables, stride as u32)?;
+                    }
+                    Ok(())
+                })?
+                .instantiate()?;
+            let twin_graph = stream
+                .capture(|s| {
+                    for _ in 0..IN_GRAPH {
+                        // SAFETY: as above.
+                        unsafe {
+                            twin_advance_step_kernel::launch_in(
+                                &vm,
+                                s,
+                                config,
+                                seqs as i32,
+                                16,
+                                ptr(&sampled),
+                                ptr(&twin_pos),
+                                ptr(&twin_lens),
+                                ptr(&twin_slots),
+                                ptr(&tables),
+                                stride as i64,
+                            )?
+                        };
+                    }
+                    Ok(())
+                })?
+                .instantiate()?;
+            // SAFETY: every buffer the graphs use lives until this scope ends, after the last
+            // replay has been synchronised; nothing else uses them meanwhile. 20 replays a pass
+            // keep every position inside the block tables ((3 + 7 x 20) x 100 + 200 < stride x 16).
+            let run_ours_graph = || -> Result<()> { Ok(unsafe { ours_graph.launch(&stream) }?) };
+            let run_twin_graph = || -> Result<()> { Ok(unsafe { twin_graph.launch(&stream) }?) };
+            let (o, t) = time_pair(&context, &stream, 20, run_ours_graph, run_twin_graph)?;
+            stream.synchronize()?;
+            let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
+            table.row("V2 advance_step_kernel<256> (graphs)", &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
         }
         Ok(())
     });
