@@ -91,6 +91,15 @@ impl ContextRecord {
     /// The device address of this context's record, allocating it on first use. The context
     /// must be current (a module is being loaded into it).
     fn device_address(&self) -> Option<u64> {
+        if self.record.get().is_none() {
+            // The allocation belongs to the current context: only ever this one's (a load binds
+            // its context; checked, since a record made elsewhere would die with that context).
+            let mut current = std::ptr::null_mut();
+            // SAFETY: writes one handle.
+            if unsafe { driver::context::get_current(&mut current) }.is_err() || current != self.context {
+                return None;
+            }
+        }
         self.record.get_or_init(|| allocate(self.context)).as_ref().map(|record| record.device)
     }
 
