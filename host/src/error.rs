@@ -803,6 +803,16 @@ pub(crate) fn human_bytes(bytes: usize) -> String {
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Why a global is read-only to the host, and how to name it ([`Error::GlobalReadOnly`]).
+fn read_only_reason(constant: bool, name: &str) -> String {
+    let what = if constant {
+        "it is `.const` (`__constant__`) data, and nvcc folds the values of a `const`-qualified `__constant__` into the code while declaring it exactly as a mutable one, so the image does not say whether the kernels read it. If it is a `__constant__` that is not `const`"
+    } else {
+        "the image does not say whether the device code may assume its value (rustc declares an immutable `static` and a `static mut` alike). If it is a `static mut`, an `UnsafeCell` static or a non-const `__device__` variable"
+    };
+    format!("{what}, name it when loading: `JitOptions::new().host_writable_globals([\"{name}\"])` (part of the load's safety contract)")
+}
+
 #[cfg(test)]
 mod tests {
     use cudarc::driver::sys;
@@ -857,14 +867,4 @@ mod tests {
         assert_eq!(human_bytes(512), "512 bytes");
         assert_eq!(human_bytes(2048), "2.00 KiB");
     }
-}
-
-/// Why a global is read-only to the host, and how to name it ([`Error::GlobalReadOnly`]).
-fn read_only_reason(constant: bool, name: &str) -> String {
-    let what = if constant {
-        "it is `.const` (`__constant__`) data, and nvcc folds the values of a `const`-qualified `__constant__` into the code while declaring it exactly as a mutable one, so the image does not say whether the kernels read it. If it is a `__constant__` that is not `const`"
-    } else {
-        "the image does not say whether the device code may assume its value (rustc declares an immutable `static` and a `static mut` alike). If it is a `static mut`, an `UnsafeCell` static or a non-const `__device__` variable"
-    };
-    format!("{what}, name it when loading: `JitOptions::new().host_writable_globals([\"{name}\"])` (part of the load's safety contract)")
 }
