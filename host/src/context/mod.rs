@@ -38,7 +38,8 @@ thread_local! {
 
 /// The primary contexts this process holds through ferrocuda, one per device at most, so
 /// that every `Context::primary(n)` shares one handle (and one set of loaded modules), and
-/// [`Context::recover`] can tell whether any other handle is still alive.
+/// [`Context::recover`] can tell whether any other handle is still alive. Weak: it keeps no
+/// context, and so no driver object of one, alive (G22S-2's audit, docs/host-safety.md).
 pub(crate) static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
 
 /// A CUDA context; cloning shares it. Streams, buffers and modules keep their context alive.
