@@ -139,6 +139,8 @@ impl From<Error> for FftError {
 /// `LD_LIBRARY_PATH`), loading it here by full path first makes those names resolve to the
 /// already-loaded library (the dynamic loader matches loaded objects by soname).
 fn ensure_loaded() -> Result<(), FftError> {
+    // The library opened, once per process: no handle of any context (plans are per stream and
+    // hold their context; G22S-2's audit, docs/host-safety.md).
     static LOADED: OnceLock<Result<(), Vec<String>>> = OnceLock::new();
     let result = LOADED.get_or_init(|| {
         let mut tried = Vec::new();

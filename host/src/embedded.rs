@@ -9,6 +9,7 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::module::checks::{CheckTables, check_layout_in};
 use crate::module::raw::{RawModule, check_ptx_supported};
+use crate::panic_report::ContextRecord;
 use crate::{EmbeddedModule, Image, KernelSignature};
 
 /// An embedded module loaded into one context, with the functions looked up so far.
@@ -24,7 +25,8 @@ pub(crate) struct LoadedEmbedded {
 }
 
 impl LoadedEmbedded {
-    pub(crate) fn load(module: &'static EmbeddedModule, device: Device) -> Result<Self> {
+    /// Loads `module` into the current context, whose panic record is `record` (G22S-2).
+    pub(crate) fn load(module: &'static EmbeddedModule, device: Device, record: &ContextRecord) -> Result<Self> {
         let arch = device.arch()?;
         let image = module.pick_image(arch).ok_or_else(|| Error::NoCompatibleImage {
             module: module.crate_name.to_string(),
@@ -35,12 +37,12 @@ impl LoadedEmbedded {
         let raw = match image {
             Image::Cubin(a) => {
                 let bytes = module.cubin_for(a).unwrap_or_default();
-                RawModule::load(module.crate_name, bytes, false)?
+                RawModule::load(module.crate_name, bytes, false, record)?
             }
             Image::Ptx(a) => {
                 let ptx = module.ptx_for(a).unwrap_or_default();
                 check_ptx_supported(module.crate_name, ptx, device)?;
-                RawModule::load(module.crate_name, ptx.as_bytes(), true)?
+                RawModule::load(module.crate_name, ptx.as_bytes(), true, record)?
             }
         };
         // Every kernel's code and check tables now, before any of its kernels runs: a lazy

@@ -268,18 +268,19 @@ pub enum Error {
         /// Why it is not handed out.
         reason: &'static str,
     },
-    /// [`Global::write`](crate::Global::write) of a `.global` variable the loader did not name
+    /// [`Global::write`](crate::Global::write) of a variable the loader did not name
     /// host-writable: the image cannot tell an immutable `static` (whose code may assume its
-    /// value) from a `static mut`, so only the loader's list opens one for writing (session 21,
-    /// the residual of audit 2026-11-28h G20R-5).
-    #[error(
-        "global `{name}` of module `{module}` is read-only to the host: the image does not say whether the device code may assume its value (rustc declares an immutable `static` and a `static mut` alike). If it is a `static mut`, an `UnsafeCell` static or a non-const `__device__` variable, name it when loading: `JitOptions::new().host_writable_globals([\"{name}\"])` (part of the load's safety contract); `.const` (`__constant__`) data needs no name"
-    )]
+    /// value) from a `static mut`, nor a `const` `__constant__` (whose values nvcc folds) from
+    /// a mutable one, so only the loader's list opens one for writing (session 21, the residual
+    /// of audit 2026-11-28h G20R-5; `.const` data since session 23).
+    #[error("global `{name}` of module `{module}` is read-only to the host: {}", read_only_reason(*.constant, .name))]
     GlobalReadOnly {
         /// The global.
         name: String,
         /// The module.
         module: String,
+        /// It is `.const` (`__constant__`) data (else a `.global`).
+        constant: bool,
     },
     /// A module global has another size than the type it is accessed as.
     #[error(
@@ -801,6 +802,16 @@ pub(crate) fn human_bytes(bytes: usize) -> String {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a global is read-only to the host, and how to name it ([`Error::GlobalReadOnly`]).
+fn read_only_reason(constant: bool, name: &str) -> String {
+    let what = if constant {
+        "it is `.const` (`__constant__`) data, and nvcc folds the values of a `const`-qualified `__constant__` into the code while declaring it exactly as a mutable one, so the image does not say whether the kernels read it. If it is a `__constant__` that is not `const`"
+    } else {
+        "the image does not say whether the device code may assume its value (rustc declares an immutable `static` and a `static mut` alike). If it is a `static mut`, an `UnsafeCell` static or a non-const `__device__` variable"
+    };
+    format!("{what}, name it when loading: `JitOptions::new().host_writable_globals([\"{name}\"])` (part of the load's safety contract)")
+}
 
 #[cfg(test)]
 mod tests {

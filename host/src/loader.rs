@@ -19,6 +19,8 @@ use crate::error::{Error, Result};
 /// Every entry point of the host API calls this first, so a machine without a driver gets
 /// [`Error::NoDriver`] instead of a panic from the dynamic loader.
 pub fn init() -> Result<()> {
+    // Process-wide by nature: `cuInit`'s outcome, made in no context (G22S-2's audit of cached
+    // driver objects, docs/host-safety.md).
     static INIT: OnceLock<Result<(), Option<DriverError>>> = OnceLock::new();
     let outcome = INIT.get_or_init(|| {
         if !driver_present() {

@@ -83,7 +83,9 @@ pub fn forget_cached_contexts() {
     drop(stale);
 }
 
-/// The ferrocuda handles of cudarc's primary contexts, while those live (see [`context`]).
+/// The ferrocuda handles of cudarc's primary contexts, while those live (see [`context`]). Each
+/// holds its context (retained) and that context's own state (modules, panic record): no driver
+/// object made in one context serves another (G22S-2's audit, docs/host-safety.md).
 static CACHED: Mutex<Cache<CudaContext, Context>> = Mutex::new(Cache { entries: Vec::new() });
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

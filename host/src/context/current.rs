@@ -6,6 +6,15 @@
 //! contexts above are popped and pushed back), and the guard above it inherits what it was to
 //! restore. The context current on the thread is then always the innermost live guard's (or,
 //! with none left, the one current before the first), and [`Context::current`] agrees.
+//!
+//! The pushes of ferrocuda's own binds ([`Context::bind`](super::Context::bind), a `Bound`)
+//! are entries of the same list (G23S-1, session 23). Since session 22 every bind of another
+//! context pushes onto the driver's stack, and user code runs while one lives (the `work` of
+//! [`Stream::enqueue`](crate::Stream::enqueue)): a guard made before and dropped inside it
+//! popped the bind's entry instead of its own, leaving its own context current after the
+//! door; a guard made inside and returned out of it stayed above the bind's entry, which the
+//! bind then left on the stack for good. Counted here, a bind's entry is stepped over by a
+//! guard's drop and taken from under a live guard by the bind's drop, as guards' entries are.
 
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
@@ -28,8 +37,10 @@ pub struct CurrentGuard {
     pub(super) _not_send: PhantomData<*const ()>,
 }
 
-/// One live guard of this thread: its id and the context current before it was pushed.
-struct Entry<P = Weak<ContextInner>> {
+/// One live guard (or bind) of this thread: its id and the context current before it was
+/// pushed, for [`Context::current`] (`None`: a bind's, which does not restore it, or a guard's
+/// that inherited that from a bind taken from under it).
+struct Entry<P = Option<Weak<ContextInner>>> {
     id: u64,
     previous: P,
 }
@@ -41,16 +52,66 @@ thread_local! {
     static NEXT_ID: Cell<u64> = const { Cell::new(0) };
 }
 
+/// Records an entry just pushed onto this thread's driver stack; returns its id.
+fn record_push(previous: Option<Weak<ContextInner>>) -> u64 {
+    let id = NEXT_ID.with(|n| {
+        let id = n.get();
+        n.set(id + 1);
+        id
+    });
+    // `try_with`: a bind made from another thread-local's destructor, after this list is gone,
+    // goes unrecorded (and its drop pops it as before the list counted binds).
+    let _ = GUARDS.try_with(|g| g.borrow_mut().push(Entry { id, previous }));
+    id
+}
+
 impl CurrentGuard {
     /// Records a guard whose context was just pushed; `previous` is what its drop restores.
     pub(super) fn pushed(context: Context, previous: Weak<ContextInner>) -> CurrentGuard {
-        let id = NEXT_ID.with(|n| {
-            let id = n.get();
-            n.set(id + 1);
-            id
-        });
-        GUARDS.with(|g| g.borrow_mut().push(Entry { id, previous }));
+        let id = record_push(Some(previous));
         CurrentGuard { _context: context, id, _not_send: PhantomData }
+    }
+}
+
+/// Records the push of a `Bound` (G23S-1); returns its id for [`bind_popped`] or
+/// [`bind_dropped`].
+pub(super) fn bind_pushed() -> u64 {
+    record_push(None)
+}
+
+/// Forgets the entry of bind `id`, whose push was just popped again (`Bound::keep`, right
+/// after the bind: nothing was pushed above it).
+pub(super) fn bind_popped(id: u64) {
+    let _ = GUARDS.try_with(|g| g.borrow_mut().retain(|e| e.id != id));
+}
+
+/// The drop of bind `id`, which pushed `pushed`: pops it when it is the innermost entry and
+/// still current (code inside the bind that made another context current in its place, a
+/// kept nested bind or `cuCtxSetCurrent`, keeps it); takes it from under the guards pushed
+/// inside the bind and still alive (G23S-1: a guard returned out of a door call's `work`).
+pub(super) fn bind_dropped(id: u64, pushed: sys::CUcontext) {
+    // Not found (the list was gone when it was pushed or is now): popped as the innermost.
+    let removed = GUARDS.try_with(|g| remove_entry(&mut g.borrow_mut(), id)).ok().flatten();
+    let Removed { above, previous } = removed.unwrap_or(Removed { above: 0, previous: None });
+    if above > 0 {
+        // SAFETY: the `above` entries over this bind's are pushes of this thread's live guards
+        // and binds (all recorded), over this bind's own push.
+        unsafe { remove_from_stack(above) };
+        return;
+    }
+    let mut current = std::ptr::null_mut();
+    // SAFETY: writes one handle.
+    let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
+    if known && current == pushed {
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: pops the entry this bind pushed on this thread (the guard is !Send); the
+        // driver makes the entry below it current, without ferrocuda naming that context (see
+        // `Context::bind`: it may have been destroyed meanwhile).
+        let _ = unsafe { driver::context::pop_current(&mut popped) };
+        // A guard dropped from under this bind handed it what to restore.
+        if let Some(previous) = previous {
+            let _ = CURRENT.try_with(|c| *c.borrow_mut() = previous);
+        }
     }
 }
 
@@ -62,12 +123,16 @@ impl Drop for CurrentGuard {
             let mut popped = std::ptr::null_mut();
             // SAFETY: balances the push in `push_current` (on this thread: the guard is !Send).
             let _ = unsafe { driver::context::pop_current(&mut popped) };
-            CURRENT.with(|c| *c.borrow_mut() = previous);
+            if let Some(previous) = previous {
+                CURRENT.with(|c| *c.borrow_mut() = previous);
+            }
         } else {
-            // Guards pushed after this one are still alive: their contexts stay on top, this
+            // Guards or binds pushed after this one are still alive (a bind: this guard is
+            // dropped inside a door call's `work`, G23S-1): their contexts stay on top, this
             // guard's entry goes from under them; the current context does not change.
-            // SAFETY: pops `above + 1` entries of this thread's stack, which its guards pushed,
-            // and pushes back all but the lowest (the one this guard's push made), in order.
+            // SAFETY: pops `above + 1` entries of this thread's stack, which its guards and
+            // binds pushed, and pushes back all but the lowest (the one this guard's push
+            // made), in order.
             unsafe { remove_from_stack(above) };
         }
     }
@@ -81,9 +146,9 @@ struct Removed<P> {
     previous: P,
 }
 
-/// Removes guard `id` from `guards`; the guard pushed right after it, if any, now restores
-/// what `id` would have restored. `None` if `id` is not there (cannot happen: each guard
-/// drops once, on its thread).
+/// Removes guard (or bind) `id` from `guards`; the entry pushed right after it, if any, now
+/// restores what `id` would have restored. `None` if `id` is not there (cannot happen: each
+/// guard drops once, on its thread).
 fn remove_entry<P: Default>(guards: &mut Vec<Entry<P>>, id: u64) -> Option<Removed<P>> {
     let index = guards.iter().position(|e| e.id == id)?;
     let entry = guards.remove(index);
@@ -100,7 +165,8 @@ fn remove_entry<P: Default>(guards: &mut Vec<Entry<P>>, id: u64) -> Option<Remov
 /// keeping the ones above it in order.
 ///
 /// # Safety
-/// The top `above + 1` entries of the calling thread's stack are this thread's guards' pushes.
+/// The top `above + 1` entries of the calling thread's stack are this thread's guards' and
+/// binds' pushes, each of a context kept alive by its guard or bind's caller.
 unsafe fn remove_from_stack(above: usize) {
     let mut kept: Vec<sys::CUcontext> = Vec::with_capacity(above);
     for _ in 0..above {
@@ -116,7 +182,8 @@ unsafe fn remove_from_stack(above: usize) {
     let _ = unsafe { driver::context::pop_current(&mut removed) };
     for context in kept.into_iter().rev() {
         // SAFETY: a context just popped from this stack, kept alive by the live guard that
-        // pushed it (its `_context`), pushed back where it was.
+        // pushed it (its `_context`), or by the caller of the live bind that did, pushed back
+        // where it was.
         let _ = unsafe { driver::context::push_current(context) };
     }
 }
@@ -143,6 +210,27 @@ mod tests {
         assert_eq!(c.previous, "before a", "the context current before all three comes back");
         assert!(guards.is_empty());
         assert!(remove_entry(&mut guards, 3).is_none());
+    }
+
+    /// G23S-1: a bind's push (previous `None`: it restores no [`Context::current`]) in the same
+    /// list as the guards'. A guard made before a bind and dropped inside it is removed from
+    /// under the bind (which inherits the guard's target, the driver stack's entry popped is
+    /// the guard's own); a guard made inside a bind and outliving it has the bind's entry
+    /// removed from under it, and inherits "restore nothing".
+    #[test]
+    fn g23s_1_binds_are_counted_with_the_guards() {
+        let mut guards = vec![Entry { id: 1, previous: Some("before g") }, Entry { id: 2, previous: None }];
+        let g = remove_entry(&mut guards, 1).unwrap();
+        assert_eq!(g.above, 1, "the bind's push is over the guard's: stepped over, not popped");
+        assert_eq!(guards[0].previous, Some("before g"), "the bind now restores what the guard would have");
+        let bind = remove_entry(&mut guards, 2).unwrap();
+        assert_eq!((bind.above, bind.previous), (0, Some("before g")));
+        let mut guards = vec![Entry { id: 3, previous: None }, Entry { id: 4, previous: Some("the bind's context") }];
+        let bind = remove_entry(&mut guards, 3).unwrap();
+        assert_eq!(bind.above, 1, "the guard made inside the bind is still alive: the bind's push goes from under it");
+        assert_eq!(guards[0].previous, None);
+        let g = remove_entry(&mut guards, 4).unwrap();
+        assert_eq!((g.above, g.previous), (0, None));
     }
 
     /// In order, each drop pops and restores its own target.

@@ -16,6 +16,7 @@ use crate::driver;
 use crate::embedded::LoadedEmbedded;
 use crate::error::{Error, Result};
 use crate::loader::init;
+use crate::panic_report::ContextRecord;
 
 mod capture;
 mod current;
@@ -37,7 +38,8 @@ thread_local! {
 
 /// The primary contexts this process holds through ferrocuda, one per device at most, so
 /// that every `Context::primary(n)` shares one handle (and one set of loaded modules), and
-/// [`Context::recover`] can tell whether any other handle is still alive.
+/// [`Context::recover`] can tell whether any other handle is still alive. Weak: it keeps no
+/// context, and so no driver object of one, alive (G22S-2's audit, docs/host-safety.md).
 pub(crate) static PRIMARY: Mutex<Vec<Weak<ContextInner>>> = Mutex::new(Vec::new());
 
 /// A CUDA context; cloning shares it. Streams, buffers and modules keep their context alive.
@@ -93,6 +95,13 @@ pub(crate) struct ContextInner {
     pub(crate) peers: Mutex<Vec<(Weak<ContextInner>, usize)>>,
     /// For a context borrowed from another library: what keeps it alive (`crate::borrowed`).
     pub(crate) keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    /// This context's panic record (G22S-2, audit 2026-11-29c): allocated in this context at
+    /// its first module load, written only by its own modules' kernels, freed by the teardown
+    /// after the modules are unloaded and before the context is released or destroyed.
+    /// Page-locked memory dies with the context it was allocated in, so no record may be
+    /// shared across contexts (the one per process used to be freed with whichever context
+    /// made it, and written afterwards by the panics of every other).
+    pub(crate) panic_record: ContextRecord,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,6 +135,7 @@ impl ContextInner {
             captured_modules: Mutex::new(Vec::new()),
             peers: Mutex::new(Vec::new()),
             keep_alive: None,
+            panic_record: ContextRecord::new(raw),
         }
     }
 
@@ -285,7 +295,9 @@ impl Context {
             // Every kind alike (session 22: a primary context too, see above).
             // SAFETY: the context is alive (we hold it); popped by the guard's drop.
             unsafe { driver::context::push_current(self.inner.raw) }?;
-            restore = Some(self.inner.raw);
+            // Counted with the `push_current` guards (G23S-1): a guard dropped or made inside
+            // this bind (a door call's `work`) steps over this push or is stepped over by it.
+            restore = Some((self.inner.raw, current::bind_pushed()));
         }
         self.note_current();
         Ok(Bound { restore, _not_send: std::marker::PhantomData })
@@ -486,7 +498,7 @@ impl Context {
             None => {
                 // Loading a module may wait for the context's work (E2): not after a timeout.
                 self.refuse_after_timeout(|| format!("loading the kernels of `{}` into the context (its first use here)", module.crate_name))?;
-                loaded.push(LoadedEmbedded::load(module, self.inner.device)?);
+                loaded.push(LoadedEmbedded::load(module, self.inner.device, &self.inner.panic_record)?);
                 loaded.len() - 1
             }
         };
@@ -604,11 +616,13 @@ impl Context {
 
 /// A context bound by [`Context::bind`] for ferrocuda's own driver calls: dropping it pops the
 /// context off the thread's stack (any kind of context: G20R-4, session 22), so the context
-/// current before the bind is current again, whatever became of it meanwhile.
+/// current before the bind is current again, whatever became of it meanwhile. Its push is an
+/// entry of the `push_current` guards' list (`current.rs`, G23S-1).
 #[must_use = "the context is unbound again as soon as the guard drops"]
 pub(crate) struct Bound {
-    /// The context pushed by the bind, to pop at the drop (none: nothing was pushed).
-    restore: Option<sys::CUcontext>,
+    /// The context pushed by the bind and its entry's id, to pop at the drop (none: nothing
+    /// was pushed).
+    restore: Option<(sys::CUcontext, u64)>,
     /// The driver's current context is per thread: the guard must drop where it was made.
     _not_send: std::marker::PhantomData<*const ()>,
 }
@@ -617,32 +631,27 @@ impl Bound {
     /// Leaves the context current ([`Context::bind_to_thread`]): it replaces, on the thread's
     /// stack, the context that was current before (as `cuCtxSetCurrent` does).
     fn keep(mut self) {
-        let Some(pushed) = self.restore.take() else { return };
+        let Some((pushed, id)) = self.restore.take() else { return };
         let mut popped = std::ptr::null_mut();
         // SAFETY: pops the entry the bind pushed (still on top: nothing ran in between), then
         // makes the same context, alive (its handle is borrowed by the caller), current in
         // place of the one below it.
         if unsafe { driver::context::pop_current(&mut popped) }.is_ok() {
+            current::bind_popped(id);
             let _ = unsafe { driver::context::set_current(pushed) };
+        } else {
+            // Still pushed: the drop pops it.
+            self.restore = Some((pushed, id));
         }
     }
 }
 
 impl Drop for Bound {
     fn drop(&mut self) {
-        let Some(pushed) = self.restore.take() else { return };
-        let mut current = std::ptr::null_mut();
-        // SAFETY: writes one handle.
-        let known = unsafe { driver::context::get_current(&mut current) }.is_ok();
-        // Only while the pushed context is still on top: code inside the guard that made
-        // another context current in its place (`cuCtxSetCurrent`, a nested bind kept) keeps it.
-        if known && current == pushed {
-            let mut popped = std::ptr::null_mut();
-            // SAFETY: pops the entry the bind pushed on this thread (the guard is !Send); the
-            // driver makes the entry below it current, without ferrocuda naming that context
-            // (see `Context::bind`: it may have been destroyed meanwhile).
-            let _ = unsafe { driver::context::pop_current(&mut popped) };
-        }
+        let Some((pushed, id)) = self.restore.take() else { return };
+        // Pops only while the pushed context is still on top; takes the push from under the
+        // guards pushed inside the bind and still alive (`current::bind_dropped`).
+        current::bind_dropped(id, pushed);
     }
 }
 
@@ -656,7 +665,8 @@ impl Drop for ContextInner {
         // its owner meanwhile, and a saved handle of it would be dangling).
         if teardown_leaks(still_hung(self)) {
             // P12: work reported as hung may still run; the synchronisation below would never
-            // return. Leave the context (and its modules) to the process's exit.
+            // return. Leave the context (and its modules) to the process's exit; its panic record
+            // stays allocated and registered with it (its kernels may still write it).
             std::mem::forget(embedded);
             eprintln!(
                 "ferrocuda: the last handle of a context was dropped after `Stream::synchronize_timeout` reported work in it still \
@@ -671,7 +681,8 @@ impl Drop for ContextInner {
         // thread, the owner destroyed the context first, and the teardown then bound, waited on
         // and unloaded modules of a destroyed context).
         let keep_alive = self.keep_alive.take();
-        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded, keep_alive };
+        let panic_record = std::mem::replace(&mut self.panic_record, ContextRecord::new(self.raw));
+        let teardown = Teardown { raw: self.raw, device: self.device, kind: self.kind, embedded, keep_alive, panic_record };
         let teardown = Handle(teardown);
         if in_host_callback() {
             // The last handle went inside a host callback, where CUDA calls are refused.
@@ -760,6 +771,8 @@ struct Teardown {
     embedded: Vec<LoadedEmbedded>,
     /// A borrowed context's keep-alive: dropped last, after the context's state is gone (G16S-5).
     keep_alive: Option<Arc<dyn Any + Send + Sync>>,
+    /// The context's panic record: freed after the modules, before the context (G22S-2).
+    panic_record: ContextRecord,
 }
 
 impl Teardown {
@@ -771,6 +784,11 @@ impl Teardown {
         // SAFETY: no arguments; the context is current (set above).
         let _ = unsafe { driver::context::synchronize() };
         self.embedded.clear();
+        // SAFETY: the context's work has finished (synchronised above, or the context faulted,
+        // which ends its kernels), its embedded modules are unloaded, and no explicit module,
+        // graph or stream is left (each holds a handle); it is released or destroyed below.
+        // Not bound: the record is only unregistered, and the destruction frees it.
+        unsafe { self.panic_record.free(pushed.is_some()) };
         match self.kind {
             ContextKind::Primary => {
                 unbind_after_teardown(pushed);

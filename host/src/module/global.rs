@@ -19,8 +19,10 @@ use crate::stream::Stream;
 pub struct Global<'m, T> {
     pub(crate) address: sys::CUdeviceptr,
     pub(crate) module: &'m Module,
-    /// `.const` data, or a `.global` the loader named host-writable (see [`Module::global`]).
+    /// A global the loader named host-writable (see [`Module::global`]).
     pub(crate) writable: bool,
+    /// `.const` data (for the refusal's message).
+    pub(crate) constant: bool,
     pub(crate) name: Box<str>,
     pub(crate) _value: PhantomData<T>,
 }
@@ -50,12 +52,13 @@ impl<T: Pod> Global<'_, T> {
     /// none of them sees the new value, and before those queued after, which all see it (S1).
     ///
     /// # Errors
-    /// [`Error::GlobalReadOnly`] for a `.global` the loader did not name in
+    /// [`Error::GlobalReadOnly`] for a global (`.global` or `.const`) the loader did not name in
     /// [`JitOptions::host_writable_globals`](crate::JitOptions::host_writable_globals): it may
-    /// be an immutable `static`, whose code assumed its value (see [`Module::global`]).
+    /// be an immutable `static` or a `const` `__constant__`, whose code assumed its value (see
+    /// [`Module::global`]).
     pub fn write(&self, value: &T) -> Result<()> {
         if !self.writable {
-            return Err(Error::GlobalReadOnly { name: self.name.to_string(), module: self.module.name().to_string() });
+            return Err(Error::GlobalReadOnly { name: self.name.to_string(), module: self.module.name().to_string(), constant: self.constant });
         }
         let address = self.address;
         let legacy = Stream::default_of(self.module.context());
@@ -68,7 +71,7 @@ impl<T: Pod> Global<'_, T> {
         })
     }
 
-    /// Whether [`Global::write`] may change it (`.const` data, or a `.global` the loader named).
+    /// Whether [`Global::write`] may change it (the loader named it host-writable).
     pub fn is_writable(&self) -> bool {
         self.writable
     }

@@ -74,8 +74,9 @@ impl JitOptions {
         self
     }
 
-    /// Names the `.global` variables of the image that the device code lets the host change
-    /// ([`Global::write`](crate::Global::write)); every other `.global` is read-only to the host.
+    /// Names the variables of the image (`.global` or `.const`) that the device code lets the
+    /// host change ([`Global::write`](crate::Global::write)); every other one is read-only to
+    /// the host.
     ///
     /// Why the loader says it: an image does not. rustc writes an immutable
     /// `#[unsafe(no_mangle)] static` and a `static mut` as the same `.visible .global`
@@ -84,14 +85,13 @@ impl JitOptions {
     /// constant table's known entries), so a host write of it would reach some uses and not
     /// others (session 21, the residual of audit 2026-11-28h G20R-5). Name only a `static mut`,
     /// a `static` of an `UnsafeCell` type, or a CUDA C++ `__device__` variable that is not
-    /// `const`: the unsafe load call's contract covers this list. `.const` data (`__constant__`,
-    /// `.visible .const` in PTX) is writable without being named: its state space exists for the
-    /// host to write, and rustc never puts a `static` there. A `const`-qualified `__constant__`
-    /// is the exception, and the load call's contract excludes it from the image's visible
-    /// `.const` data (session 22): nvcc folds its values into the code like an immutable
-    /// `static`'s, under the same declaration as a mutable one (measured, nvcc 13.0, `-rdc`,
-    /// sm_90: `extern __constant__ const int t[4]` read at a constant index compiled to an
-    /// immediate, beside `.visible .const .align 4 .b8 t[16]`, which a non-`const` table also gets).
+    /// `const`, or a `__constant__` variable that is not `const`: the unsafe load call's
+    /// contract covers this list. `.const` data (`__constant__`, `.visible .const` in PTX) must
+    /// be named too (session 23; it used to be writable without a name): nvcc folds the values
+    /// of a `const`-qualified `__constant__` into the code like an immutable `static`'s, under
+    /// the same declaration as a mutable one (session 22, measured, nvcc 13.0, `-rdc`, sm_90:
+    /// `extern __constant__ const int t[4]` read at a constant index compiled to an immediate,
+    /// beside `.visible .const .align 4 .b8 t[16]`, which a non-`const` table also gets).
     #[must_use]
     pub fn host_writable_globals<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
         self.host_writable.extend(names.into_iter().map(Into::into));

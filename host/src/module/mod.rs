@@ -82,17 +82,15 @@ impl Module {
     /// race with every reader of that input). Every `.global` named in
     /// [`JitOptions::host_writable_globals`] is one the device code lets the host change (a
     /// `static mut`, a `static` of an `UnsafeCell` type, a non-const `__device__` variable):
-    /// its code does not assume its value (session 21). The same holds of every *visible `.const`*
-    /// variable of the image, which [`Global::write`](crate::Global::write) changes without
-    /// being named: none is a `const`-qualified `__constant__` with external linkage (nvcc folds
-    /// its values into the code, and declares it exactly as a mutable `__constant__`: session
-    /// 22, see [`JitOptions::host_writable_globals`]). Code built by this project's builder has
-    /// no `.const` data (rustc never puts a `static` there).
+    /// its code does not assume its value (session 21); a `.const` variable named there is not a
+    /// `const`-qualified `__constant__` (nvcc folds its values into the code, and declares it
+    /// exactly as a mutable `__constant__`: session 22; since session 23 unnamed `.const` data
+    /// is read-only to the host, see [`JitOptions::host_writable_globals`]).
     pub unsafe fn load_ptx(context: &Context, name: &str, ptx: &str, options: &JitOptions) -> Result<Self> {
         let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_ptx(`{name}`)"))?;
         check_ptx_supported(name, ptx, context.device())?;
-        let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options)?;
+        let (raw, info_log) = RawModule::load_with(name, ptx.as_bytes(), true, options, &context.inner.panic_record)?;
         Ok(Self::wrap(context, name, raw, info_log))
     }
 
@@ -105,13 +103,13 @@ impl Module {
     /// crash the process inside the driver (U6), and nothing short of the driver itself could
     /// check them. The image must be a well-formed cubin or fatbin (e.g. made by `ptxas` or
     /// `nvcc`, not altered since), and its kernels must have the signatures their typed
-    /// launchers say, and the globals named host-writable in `options`, and the image's visible
-    /// `.const` data, be so, as for [`Module::load_ptx`].
+    /// launchers say, and the globals named host-writable in `options` be so, as for
+    /// [`Module::load_ptx`].
     pub unsafe fn load_binary(context: &Context, name: &str, image: &[u8], options: &JitOptions) -> Result<Self> {
         image::check_binary_image(image).map_err(|reason| Error::InvalidImage { module: name.to_string(), reason })?;
         let _bound = context.bind()?;
         context.refuse_after_timeout(|| format!("Module::load_binary(`{name}`)"))?;
-        let (raw, info_log) = RawModule::load_with(name, image, false, options)?;
+        let (raw, info_log) = RawModule::load_with(name, image, false, options, &context.inner.panic_record)?;
         Ok(Self::wrap(context, name, raw, info_log))
     }
 
@@ -252,18 +250,20 @@ impl Module {
     ///
     /// Device code declares such a global with external linkage and interior mutability:
     /// `#[unsafe(no_mangle)] static mut NAME: T = ..;`. The handle reads any visible global;
-    /// [`Global::write`] changes only `.const` data and the `.global`s the loader named with
+    /// [`Global::write`] changes only the globals the loader named with
     /// [`JitOptions::host_writable_globals`](crate::JitOptions::host_writable_globals), and
     /// refuses the others with [`Error::GlobalReadOnly`]: an immutable `static` is declared in
     /// PTX and cubins exactly as a `static mut`, and its code may assume its value (folded
     /// into the code, or a table's known entries used to drop bounds checks), so only the
     /// loader, who knows the source, can say which is which (session 21, G20R-5's residual).
+    /// The same holds of `.const` (`__constant__`) data, which must be named too (session 23:
+    /// nvcc folds a `const`-qualified `extern __constant__` and declares it as a mutable one).
     pub fn global<T: Pod>(&self, name: &str) -> Result<Global<'_, T>> {
         if symbols::is_reserved(name) {
             return Err(Error::ReservedGlobal { name: name.into(), module: self.inner.name.clone() });
         }
-        let writable = match self.raw().symbols.host_accessible(name) {
-            symbols::HostAccess::Visible { writable } => writable,
+        let (writable, constant) = match self.raw().symbols.host_accessible(name) {
+            symbols::HostAccess::Visible { writable, constant } => (writable, constant),
             symbols::HostAccess::Refused(reason) => return Err(Error::ModuleInternalGlobal { name: name.into(), module: self.inner.name.clone(), reason }),
             // Not asked for: a failed lookup is an error in compute-sanitizer's report.
             symbols::HostAccess::Absent => return Err(Error::GlobalNotFound { name: name.into(), module: self.inner.name.clone() }),
@@ -291,7 +291,7 @@ impl Module {
                 type_bytes: std::mem::size_of::<T>(),
             });
         }
-        Ok(Global { address, module: self, writable, name: name.into(), _value: PhantomData })
+        Ok(Global { address, module: self, writable, constant, name: name.into(), _value: PhantomData })
     }
 
     /// Unloads the module now, reporting errors, once queued work in its context finished. If

@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::loader::driver_version;
 use crate::module::jit::{JitFallback, JitOptions};
 use crate::module::symbols::ImageSymbols;
+use crate::panic_report::ContextRecord;
 use crate::ptx_version::PtxHeader;
 
 const LOG_SIZE: usize = 16 * 1024;
@@ -27,13 +28,17 @@ pub(crate) struct RawModule {
 
 impl RawModule {
     /// Loads PTX text (JIT) or a cubin into the current context with default options.
-    pub(crate) fn load(name: &str, image: &[u8], is_ptx: bool) -> Result<Self> {
-        Self::load_with(name, image, is_ptx, &JitOptions::default()).map(|(module, _)| module)
+    /// `record` is the current context's panic record (G22S-2).
+    pub(crate) fn load(name: &str, image: &[u8], is_ptx: bool, record: &ContextRecord) -> Result<Self> {
+        Self::load_with(name, image, is_ptx, &JitOptions::default(), record).map(|(module, _)| module)
     }
 
     /// Loads PTX text (JIT) or a cubin/fatbin into the current context, returning the module
-    /// and the JIT's info log; a failure carries the error log. `name` labels errors.
-    pub(crate) fn load_with(name: &str, image: &[u8], is_ptx: bool, options: &JitOptions) -> Result<(Self, String)> {
+    /// and the JIT's info log; a failure carries the error log. `name` labels errors. The
+    /// module's panic slot points at `record`, the panic record of the context it is loaded
+    /// into (current now), which outlives the module (G22S-2: the context's teardown frees it
+    /// after unloading its modules).
+    pub(crate) fn load_with(name: &str, image: &[u8], is_ptx: bool, options: &JitOptions, record: &ContextRecord) -> Result<(Self, String)> {
         options.validate()?;
         let owned;
         let data: *const c_void = if is_ptx {
@@ -86,7 +91,7 @@ impl RawModule {
         symbols.host_writable = options.host_writable.iter().map(|name| name.as_str().into()).collect();
         let module = RawModule { raw, symbols };
         // (On failure `module` is dropped, which unloads it.)
-        crate::panic_report::install(module.raw, &module.symbols)?;
+        crate::panic_report::install(module.raw, &module.symbols, record)?;
         Ok((module, nul_terminated_text(&info_log)))
     }
 

@@ -97,8 +97,10 @@ impl ImageSymbols {
     /// `.global`s the kernels' code was compiled trusting never to change) is not.
     pub(crate) fn host_accessible(&self, name: &str) -> HostAccess {
         match self.data.as_ref().map(|data| data.get(name)) {
+            // Writable only when the loader named it, `.const` data too (session 23): the image
+            // cannot tell data the code reads from data whose value it assumed, in either space.
             Some(Some(Data { visible: true, constant_space })) => {
-                HostAccess::Visible { writable: *constant_space || self.host_writable.iter().any(|n| &**n == name) }
+                HostAccess::Visible { writable: self.host_writable.iter().any(|n| &**n == name), constant: *constant_space }
             }
             Some(Some(Data { visible: false, .. })) => HostAccess::Refused(
                 "it is module-internal data of the image (no `.visible`: the compiler's own constants, panic locations, tables and vtables are such data, and the kernels' code trusts them never to change)",
@@ -153,10 +155,13 @@ fn ptx_entries(code: &str) -> HashMap<Box<str>, usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum HostAccess {
     /// Data the image declares visible outside its module: may be handed out; writable by the
-    /// host only when it is `.const` data or the loader named it (`JitOptions::host_writable_globals`).
+    /// host only when the loader named it (`JitOptions::host_writable_globals`), `.const` data
+    /// included (session 23).
     Visible {
         /// Whether [`Global::write`](crate::Global::write) may change it.
         writable: bool,
+        /// In the constant state space (for the refusal's message).
+        constant: bool,
     },
     /// Not handed out, for the reason given.
     Refused(&'static str),
@@ -343,8 +348,9 @@ mod tests {
     /// static` exactly as a `static mut` (`.visible .global`), though the kernels' code assumed
     /// its value (folded it, or dropped bounds checks from a table's known entries), so a
     /// visible `.global` is read-only to the host unless the loader names it
-    /// (`JitOptions::host_writable_globals`, under the load's contract); `.const` data (the
-    /// state space the host writes, `__constant__`) is writable without a name.
+    /// (`JitOptions::host_writable_globals`, under the load's contract). Session 23: `.const`
+    /// data too (nvcc folds a `const`-qualified `extern __constant__` and declares it as a
+    /// mutable one, session 22), where it used to be writable without a name.
     #[test]
     fn g21_immutable_statics_are_read_only_unless_the_loader_names_them() {
         // What rustc 1.95 writes for `static IMM: u32 = 5;` and `static mut MUTV: u32 = 6;`
@@ -355,17 +361,42 @@ mod tests {
             .visible .const .align 64 .b8 MAP[128];\n\
             .visible .entry k(.param .u64 k_param_0) { ret; }\n";
         let mut symbols = ImageSymbols::scan(ptx.as_bytes(), true);
-        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false });
-        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: false }, "the image cannot tell it from IMM");
-        assert_eq!(symbols.host_accessible("MAP"), HostAccess::Visible { writable: true }, "`.const` data is the host's to write");
+        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false, constant: false });
+        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: false, constant: false }, "the image cannot tell it from IMM");
         symbols.host_writable = vec!["MUTV".into()];
-        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: true });
-        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false });
+        assert_eq!(symbols.host_accessible("MUTV"), HostAccess::Visible { writable: true, constant: false });
+        assert_eq!(symbols.host_accessible("IMM"), HostAccess::Visible { writable: false, constant: false });
         // A name the loader lists is still refused if the image keeps it module-internal.
+        // (`.const` data: `s23_const_data_is_writable_only_when_the_loader_names_it`.)
         let internal = ".global .align 4 .b8 anon_$_1_$_0[4] = {5};\n";
         let mut symbols = ImageSymbols::scan(internal.as_bytes(), true);
         symbols.host_writable = vec!["anon_$_1_$_0".into()];
         assert!(matches!(symbols.host_accessible("anon_$_1_$_0"), HostAccess::Refused(_)));
+    }
+
+    /// Session 23 (the stricter option of session 22's `.const` residual): nvcc 13.0 folds a
+    /// `const`-qualified `extern __constant__ const int t[4]` read at a constant index into an
+    /// immediate and declares it `.visible .const .align 4 .b8 t[16]`, as a mutable
+    /// `__constant__` (session 22, measured), so a host write reaches only the uses that still
+    /// load it. `.const` data was writable without a name, leaning on the load's contract; now
+    /// it is read-only unless the loader names it (`JitOptions::host_writable_globals`), like a
+    /// `.global`, and the refusal says it is `.const` data (`Error::GlobalReadOnly`).
+    #[test]
+    fn s23_const_data_is_writable_only_when_the_loader_names_it() {
+        let ptx = ".version 8.7\n.target sm_90\n.address_size 64\n\
+            .visible .const .align 4 .b8 t[16] = {1, 0, 0, 0, 2};\n\
+            .visible .const .align 64 .b8 MAP[128];\n\
+            .visible .entry k(.param .u64 k_param_0) { ret; }\n";
+        let mut symbols = ImageSymbols::scan(ptx.as_bytes(), true);
+        assert_eq!(symbols.host_accessible("t"), HostAccess::Visible { writable: false, constant: true }, "a folded `const` table looks like this");
+        assert_eq!(symbols.host_accessible("MAP"), HostAccess::Visible { writable: false, constant: true }, "`.const` data needs a name now");
+        symbols.host_writable = vec!["MAP".into()];
+        assert_eq!(symbols.host_accessible("MAP"), HostAccess::Visible { writable: true, constant: true });
+        assert_eq!(symbols.host_accessible("t"), HostAccess::Visible { writable: false, constant: true });
+        let message = crate::Error::GlobalReadOnly { name: "t".into(), module: "m".into(), constant: true }.to_string();
+        assert!(message.contains("`.const`") && message.contains("host_writable_globals([\"t\"])"), "{message}");
+        let message = crate::Error::GlobalReadOnly { name: "IMM".into(), module: "m".into(), constant: false }.to_string();
+        assert!(message.contains("static mut") && message.contains("host_writable_globals([\"IMM\"])"), "{message}");
     }
 
     /// A 64-bit little-endian ELF with a `.symtab` of the given `(name, st_info)` symbols and
@@ -419,8 +450,8 @@ mod tests {
         let image = elf_with_symbols(&[("anon_$_7b_$_12", LOCAL_OBJECT), ("FILL", GLOBAL_OBJECT), ("weak_one", WEAK_OBJECT), ("square_checked", GLOBAL_FUNC)]);
         assert_eq!(crate::module::image::check_binary_image(&image), Ok(()));
         let symbols = ImageSymbols::scan(&image, false);
-        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false });
-        assert_eq!(symbols.host_accessible("weak_one"), HostAccess::Visible { writable: false });
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false, constant: false });
+        assert_eq!(symbols.host_accessible("weak_one"), HostAccess::Visible { writable: false, constant: false });
         assert!(matches!(symbols.host_accessible("anon_$_7b_$_12"), HostAccess::Refused(_)));
         assert_eq!(symbols.host_accessible("square_checked"), HostAccess::Absent);
         assert_eq!(symbols.host_accessible("NOPE"), HostAccess::Absent);
@@ -455,7 +486,7 @@ mod tests {
             .visible .global .align 4 .u32 FILL = 1;\n\
             .visible .entry k(.param .u64 k_param_0) { ret; }\n";
         let symbols = ImageSymbols::scan(ptx.as_bytes(), true);
-        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false });
+        assert_eq!(symbols.host_accessible("FILL"), HostAccess::Visible { writable: false, constant: false });
         assert_eq!(symbols.param_count("k"), Some(1));
     }
 

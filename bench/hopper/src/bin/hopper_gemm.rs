@@ -974,11 +974,14 @@ fn run() -> Res<bool> {
     // SAFETY: the image is this crate's own build (ptxas output, embedded unaltered); its
     // kernels are launched only through `launch` with the parameter lists they declare.
     trace("loading the module");
+    // `hopper_const_map_a` is `.const` data the probes only read through its address (never
+    // folded): the host writes the tensor map into it, which needs its name (session 23).
+    let options = JitOptions::new().host_writable_globals(["hopper_const_map_a"]);
     #[allow(unused_unsafe)]
     let module = unsafe {
         match hopper_kernels::KERNELS.cubins.iter().find(|(a, _)| *a == 90) {
-            Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &JitOptions::new()),
-            None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &JitOptions::new()),
+            Some((_, image)) => Module::load_binary(&context, "hopper_kernels", image, &options),
+            None => Module::load_ptx(&context, "hopper_kernels", hopper_kernels::KERNELS.ptx[0].1, &options),
         }
     }
     .map_err(err("loading the kernels"))?;
