@@ -20,13 +20,51 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use ferrocuda_host::LaunchConfig;
-use ferrocuda_torch::glue::{Call, DType, gpu_error};
+use ferrocuda_host::{DeviceBuffer, LaunchConfig};
+use ferrocuda_torch::glue::{self, Call, DType, gpu_error};
 use ferrocuda_torch::op::{self, Op, Scalar};
 use pyo3::prelude::*;
 
 /// The Python callable the `_hook` op calls between taking its slices and launching.
 static HOOK: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
+
+/// G23R-2: a ferrocuda buffer the `_scratch` op also writes, and the buffer allocated after it
+/// is freed (to read what a replay wrote there).
+static SCRATCH: Mutex<Option<DeviceBuffer<f32>>> = Mutex::new(None);
+static VICTIM: Mutex<Option<DeviceBuffer<f32>>> = Mutex::new(None);
+
+/// G23R-2: allocates the scratch buffer (`n` zeros) in device 0's primary context (torch's).
+#[pyfunction]
+fn alloc_scratch(n: usize) -> PyResult<u64> {
+    let buffer = DeviceBuffer::from_slice(&glue::context(0)?, &vec![0.0f32; n]).map_err(gpu_error)?;
+    let address = buffer.device_ptr();
+    *SCRATCH.lock().unwrap() = Some(buffer);
+    Ok(address)
+}
+
+/// G23R-2: drops the scratch buffer (ferrocuda frees it: no use of it is recorded).
+#[pyfunction]
+fn free_scratch() {
+    drop(SCRATCH.lock().unwrap().take());
+}
+
+/// G23R-2: a new ferrocuda buffer of `n` sevens; returns its address.
+#[pyfunction]
+fn alloc_victim(n: usize) -> PyResult<u64> {
+    let buffer = DeviceBuffer::from_slice(&glue::context(0)?, &vec![7.0f32; n]).map_err(gpu_error)?;
+    let address = buffer.device_ptr();
+    *VICTIM.lock().unwrap() = Some(buffer);
+    Ok(address)
+}
+
+/// G23R-2: the victim's first `k` values, read back (a synchronous copy).
+#[pyfunction]
+fn read_victim(k: usize) -> PyResult<Vec<f32>> {
+    let guard = VICTIM.lock().unwrap();
+    let buffer = guard.as_ref().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no victim"))?;
+    let all = buffer.to_vec().map_err(gpu_error)?;
+    Ok(all[..k.min(all.len())].to_vec())
+}
 
 /// Sets the hook of `scale_add_hook`.
 #[pyfunction]
@@ -51,6 +89,9 @@ fn scale_add_into(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out:
 fn g23r1_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_hook, m)?)?;
     m.add_function(wrap_pyfunction!(scale_add_into, m)?)?;
+    for f in [wrap_pyfunction!(alloc_scratch, m)?, wrap_pyfunction!(free_scratch, m)?, wrap_pyfunction!(alloc_victim, m)?, wrap_pyfunction!(read_victim, m)?] {
+        m.add_function(f)?;
+    }
     let hook = Op::new("g23r1::scale_add_hook")
         .input("x", &[DType::F32])
         .input_like("y", "x")
@@ -85,5 +126,26 @@ fn g23r1_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let config = LaunchConfig::for_elements(x.len().max(1), 256);
             my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
         });
-    op::register(m, vec![hook, detach])
+    // G23R-2: the launch closure queues, on `call.stream()` (torch's current stream, which joins
+    // torch's captures), a kernel writing a ferrocuda `DeviceBuffer` besides the op's output.
+    // Inside `torch.cuda.graph` the kernel goes into torch's graph and no use of the buffer is
+    // recorded; the buffer can then be dropped, and `g.replay()` writes where it was.
+    let scratch = Op::new("g23r1::scale_add_scratch")
+        .input("x", &[DType::F32])
+        .input_like("y", "x")
+        .scalar("alpha", Scalar::Float)
+        .output_like("out", "x")
+        .launch::<f32>(|call, scalars| {
+            let (x, y) = (call.input::<f32>("x")?, call.input::<f32>("y")?);
+            let mut out = call.output::<f32>("out")?;
+            let alpha = scalars.float("alpha")? as f32;
+            let config = LaunchConfig::for_elements(x.len().max(1), 256);
+            my_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, &mut out).map_err(gpu_error)?;
+            let mut guard = SCRATCH.lock().unwrap();
+            if let Some(buffer) = guard.as_mut().filter(|b| b.len() == x.len()) {
+                my_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, buffer).map_err(gpu_error)?;
+            }
+            Ok(())
+        });
+    op::register(m, vec![hook, detach, scratch])
 }
