@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # audit 2026-11-29d (review): the held-out review's GPU repros, staged as
-# /work/main/.device-bin/review/: this file, g23r1_repro.py, g23r2_repro.py, g23r3_repro.py,
+# /work/main/.device-bin/review/: this file, g23r1_repro.py, g23r2_repro.py, g23r3_repro.py, g23r4_repro.py,
 # the g23r1_op wheel (audit/2026-11-29d/G23R-1/torch-op-hook, built with maturin) and main's
 # ferrocuda_torch wheel (scripts/build-python-wheel.sh, 06:10). At most ~25 s; writes
 # $OUT/review/out.txt. Needs no cargo or network (the wheels are abi3: unpacked onto PYTHONPATH).
@@ -13,8 +13,8 @@ mkdir -p "$out"
   rm -rf /tmp/review-py /tmp/review-ft && mkdir -p /tmp/review-py /tmp/review-ft
   python3 -m zipfile -e "$here"/g23r1_op-*.whl /tmp/review-py
   python3 -m zipfile -e "$here"/ferrocuda_torch-*.whl /tmp/review-ft
-  echo "== G23R-1 and G23R-2 (one process; G23R-2 last: its replay may fault)"
-  REQUIRE_GPU=1 PYTHONPATH=/tmp/review-py timeout 11 python3 -c "import runpy, sys; sys.argv = ['g23r1']; runpy.run_path('$here/g23r1_repro.py'); print('== G23R-2'); runpy.run_path('$here/g23r2_repro.py')"; echo "rc=$?"
+  echo "== G23R-1, G23R-4 and G23R-2 (one process; G23R-2 last: its replay may fault)"
+  REQUIRE_GPU=1 PYTHONPATH=/tmp/review-py timeout 11 python3 -c "import runpy, sys; sys.argv = ['g23r1']; runpy.run_path('$here/g23r1_repro.py'); print('== G23R-4'); runpy.run_path('$here/g23r4_repro.py'); print('== G23R-2'); runpy.run_path('$here/g23r2_repro.py')"; echo "rc=$?"
   echo "== G23R-3 (ferrocuda_torch's own op, pure Python)"
   REQUIRE_GPU=1 PYTHONPATH=/tmp/review-ft timeout 8 python3 "$here/g23r3_repro.py"; echo "rc=$?"
   if [ "$SECONDS" -lt 15 ]; then

@@ -66,6 +66,16 @@ fn read_victim(k: usize) -> PyResult<Vec<f32>> {
     Ok(all[..k.min(all.len())].to_vec())
 }
 
+/// G23R-4: makes a `Call` (public, safe) and forgets it (`mem::forget`, safe): its guards never
+/// run, so the cyclic garbage collector it paused stays off for the rest of the process, and
+/// the primary context it pushed stays on this thread's context stack.
+#[pyfunction]
+fn forget_call(py: Python<'_>, x: Bound<'_, PyAny>, out: Bound<'_, PyAny>) -> PyResult<()> {
+    let call = Call::new(py, "g23r4::forget_call", &[("x", &x)], &[("out", &out)])?;
+    std::mem::forget(call);
+    Ok(())
+}
+
 /// Sets the hook of `scale_add_hook`.
 #[pyfunction]
 fn set_hook(hook: Py<PyAny>) {
@@ -89,7 +99,7 @@ fn scale_add_into(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out:
 fn g23r1_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_hook, m)?)?;
     m.add_function(wrap_pyfunction!(scale_add_into, m)?)?;
-    for f in [wrap_pyfunction!(alloc_scratch, m)?, wrap_pyfunction!(free_scratch, m)?, wrap_pyfunction!(alloc_victim, m)?, wrap_pyfunction!(read_victim, m)?] {
+    for f in [wrap_pyfunction!(alloc_scratch, m)?, wrap_pyfunction!(free_scratch, m)?, wrap_pyfunction!(alloc_victim, m)?, wrap_pyfunction!(read_victim, m)?, wrap_pyfunction!(forget_call, m)?] {
         m.add_function(f)?;
     }
     let hook = Op::new("g23r1::scale_add_hook")
