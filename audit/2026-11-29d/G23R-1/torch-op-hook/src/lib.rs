@@ -99,43 +99,45 @@ fn scale_add_into(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out:
 fn g23r1_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_hook, m)?)?;
     m.add_function(wrap_pyfunction!(scale_add_into, m)?)?;
-    for f in [wrap_pyfunction!(alloc_scratch, m)?, wrap_pyfunction!(free_scratch, m)?, wrap_pyfunction!(alloc_victim, m)?, wrap_pyfunction!(read_victim, m)?, wrap_pyfunction!(forget_call, m)?] {
+    for f in [
+        wrap_pyfunction!(alloc_scratch, m)?,
+        wrap_pyfunction!(free_scratch, m)?,
+        wrap_pyfunction!(alloc_victim, m)?,
+        wrap_pyfunction!(read_victim, m)?,
+        wrap_pyfunction!(forget_call, m)?,
+    ] {
         m.add_function(f)?;
     }
-    let hook = Op::new("g23r1::scale_add_hook")
-        .input("x", &[DType::F32])
-        .input_like("y", "x")
-        .scalar("alpha", Scalar::Float)
-        .output_like("out", "x")
-        .launch::<f32>(|call, scalars| {
-            let (x, y) = (call.input::<f32>("x")?, call.input::<f32>("y")?);
-            let mut out = call.output::<f32>("out")?;
-            // The op's thread holds the GIL (torch called us from Python): `attach` hands the
-            // token back, and the hook runs.
-            Python::attach(|py| -> PyResult<()> {
-                let hook = HOOK.lock().unwrap().as_ref().map(|h| h.clone_ref(py));
-                if let Some(hook) = hook {
-                    hook.call0(py)?;
-                }
-                Ok(())
-            })?;
-            let config = LaunchConfig::for_elements(x.len().max(1), 256);
-            my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
-        });
-    let detach = Op::new("g23r1::scale_add_detach")
-        .input("x", &[DType::F32])
-        .input_like("y", "x")
-        .scalar("alpha", Scalar::Float)
-        .output_like("out", "x")
-        .launch::<f32>(|call, scalars| {
-            let (x, y) = (call.input::<f32>("x")?, call.input::<f32>("y")?);
-            let mut out = call.output::<f32>("out")?;
-            // Nothing `!Send` is moved into the closure: the slices stay here, alive, while
-            // the GIL is let go and other threads' Python code runs.
-            Python::attach(|py| py.detach(|| std::thread::sleep(Duration::from_millis(300))));
-            let config = LaunchConfig::for_elements(x.len().max(1), 256);
-            my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
-        });
+    let hook =
+        Op::new("g23r1::scale_add_hook").input("x", &[DType::F32]).input_like("y", "x").scalar("alpha", Scalar::Float).output_like("out", "x").launch::<f32>(
+            |call, scalars| {
+                let (x, y) = (call.input::<f32>("x")?, call.input::<f32>("y")?);
+                let mut out = call.output::<f32>("out")?;
+                // The op's thread holds the GIL (torch called us from Python): `attach` hands the
+                // token back, and the hook runs.
+                Python::attach(|py| -> PyResult<()> {
+                    let hook = HOOK.lock().unwrap().as_ref().map(|h| h.clone_ref(py));
+                    if let Some(hook) = hook {
+                        hook.call0(py)?;
+                    }
+                    Ok(())
+                })?;
+                let config = LaunchConfig::for_elements(x.len().max(1), 256);
+                my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
+            },
+        );
+    let detach =
+        Op::new("g23r1::scale_add_detach").input("x", &[DType::F32]).input_like("y", "x").scalar("alpha", Scalar::Float).output_like("out", "x").launch::<f32>(
+            |call, scalars| {
+                let (x, y) = (call.input::<f32>("x")?, call.input::<f32>("y")?);
+                let mut out = call.output::<f32>("out")?;
+                // Nothing `!Send` is moved into the closure: the slices stay here, alive, while
+                // the GIL is let go and other threads' Python code runs.
+                Python::attach(|py| py.detach(|| std::thread::sleep(Duration::from_millis(300))));
+                let config = LaunchConfig::for_elements(x.len().max(1), 256);
+                my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
+            },
+        );
     // G23R-2: the launch closure queues, on `call.stream()` (torch's current stream, which joins
     // torch's captures), a kernel writing a ferrocuda `DeviceBuffer` besides the op's output.
     // Inside `torch.cuda.graph` the kernel goes into torch's graph and no use of the buffer is
