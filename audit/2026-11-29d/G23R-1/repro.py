@@ -24,9 +24,26 @@ N = 1 << 20  # 4 MiB of f32: torch's large pool, a freed block is handed to the 
 dev = "cuda"
 
 
+def grab(address, keep):
+    """Allocates tensors of 7.0 (up to 16, all kept in `keep`) until one lands at `address`, the
+    block just freed; returns that one, or the last."""
+    for _ in range(16):
+        v = torch.full((N,), 7.0, device=dev)
+        keep.append(v)
+        if v.data_ptr() == address:
+            break
+    return keep[-1]
+
+
+def fresh():
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()  # earlier cases' free segments go: the freed block is the candidate
+
+
 def case_call_new_hook_frees_output():
     """`Call::new`, slices taken, a Python hook (`out`'s memory freed, another tensor made),
     then the launch: the kernel writes the other tensor."""
+    fresh()
     x = torch.ones(N, device=dev)
     y = torch.ones(N, device=dev)
     out = torch.zeros(N, device=dev)
@@ -36,12 +53,11 @@ def case_call_new_hook_frees_output():
 
     def hook():
         out.untyped_storage().resize_(0)  # frees out's memory (the Call holds the tensor, not the memory)
-        v = torch.full((N,), 7.0, device=dev)  # torch's allocator hands it the freed block
-        victim.append(v)
+        grab(old, victim)  # torch's allocator hands the freed block to a new tensor
 
     g23r1_op.scale_add_into(x, y, out, 2.0, hook)
     torch.cuda.synchronize()
-    v = victim[0]
+    v = victim[-1]
     same = v.data_ptr() == old
     seven = bool((v == 7.0).all())
     print(f"CASE call_new_hook: victim at the freed output's address: {same}; victim[:3] = {v[:3].tolist()} (torch wrote 7.0)")
@@ -51,6 +67,7 @@ def case_call_new_hook_frees_output():
 def case_op_hook_frees_input():
     """An `Op`'s launch closure calls Python (`Python::attach`) after taking its slices: the
     hook frees `x`'s memory and makes another tensor there; the kernel reads that one."""
+    fresh()
     x = torch.ones(N, device=dev)
     y = torch.ones(N, device=dev)
     torch.cuda.synchronize()
@@ -59,12 +76,12 @@ def case_op_hook_frees_input():
 
     def hook():
         x.untyped_storage().resize_(0)
-        victim.append(torch.full((N,), 7.0, device=dev))
+        grab(old, victim)
 
     g23r1_op.set_hook(hook)
     out = torch.ops.g23r1.scale_add_hook(x, y, 2.0)
     torch.cuda.synchronize()
-    v = victim[0]
+    v = victim[-1]
     print(f"CASE op_hook: victim at x's freed address: {v.data_ptr() == old}; out[:3] = {out[:3].tolist()} (2 * x + y = 3.0 if x were read)")
     return "UNSOUND" if bool((out == 15.0).all()) or not bool((out == 3.0).all()) else "held"
 
@@ -72,6 +89,7 @@ def case_op_hook_frees_input():
 def case_op_detach_other_thread_frees_input():
     """The launch closure only lets the GIL go (`py.detach(|| sleep)`, nothing captured: the
     `!Send` slices stay on its stack); another Python thread frees `x` meanwhile."""
+    fresh()
     x = torch.ones(N, device=dev)
     y = torch.ones(N, device=dev)
     torch.cuda.synchronize()
@@ -81,14 +99,14 @@ def case_op_detach_other_thread_frees_input():
     def other():
         time.sleep(0.1)  # the op is inside its detach by then (300 ms)
         x.untyped_storage().resize_(0)
-        victim.append(torch.full((N,), 7.0, device=dev))
+        grab(old, victim)
 
     t = threading.Thread(target=other)
     t.start()
     out = torch.ops.g23r1.scale_add_detach(x, y, 2.0)
     t.join()
     torch.cuda.synchronize()
-    v = victim[0] if victim else None
+    v = victim[-1] if victim else None
     at = v is not None and v.data_ptr() == old
     print(f"CASE op_detach: victim at x's freed address: {at}; out[:3] = {out[:3].tolist()} (3.0 if x were read)")
     return "UNSOUND" if not bool((out == 3.0).all()) else "held"
@@ -97,6 +115,7 @@ def case_op_detach_other_thread_frees_input():
 def case_call_new_hook_returns_output_to_the_driver():
     """As the first case, but the hook also empties torch's cache (`cudaFree` of the block):
     the kernel writes memory no longer mapped (run last: the fault ends the CUDA context)."""
+    fresh()
     x = torch.ones(N, device=dev)
     y = torch.ones(N, device=dev)
     out = torch.zeros(N, device=dev)

@@ -34,7 +34,7 @@ with torch.cuda.graph(g):
 torch.cuda.synchronize()
 
 g23r1_op.free_scratch()  # ferrocuda frees it: nothing recorded the graph's use
-victim = g23r1_op.alloc_victim(N)  # 7.0 everywhere
+victim = g23r1_op.alloc_victim(N, scratch)  # 7.0 everywhere; up to 16 tries for the freed address
 print(f"scratch at {scratch:#x}, victim at {victim:#x} (same address: {scratch == victim})")
 before = g23r1_op.read_victim(4)
 g.replay()  # safe Python: the captured kernel writes 2 * 1 + 1 = 3.0 at the scratch's address

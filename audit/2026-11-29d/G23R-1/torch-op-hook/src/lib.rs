@@ -31,7 +31,7 @@ static HOOK: Mutex<Option<Py<PyAny>>> = Mutex::new(None);
 /// G23R-2: a ferrocuda buffer the `_scratch` op also writes, and the buffer allocated after it
 /// is freed (to read what a replay wrote there).
 static SCRATCH: Mutex<Option<DeviceBuffer<f32>>> = Mutex::new(None);
-static VICTIM: Mutex<Option<DeviceBuffer<f32>>> = Mutex::new(None);
+static VICTIMS: Mutex<Vec<DeviceBuffer<f32>>> = Mutex::new(Vec::new());
 
 /// G23R-2: allocates the scratch buffer (`n` zeros) in device 0's primary context (torch's).
 #[pyfunction]
@@ -48,20 +48,28 @@ fn free_scratch() {
     drop(SCRATCH.lock().unwrap().take());
 }
 
-/// G23R-2: a new ferrocuda buffer of `n` sevens; returns its address.
+/// G23R-2: new ferrocuda buffers of `n` sevens, up to 16, until one lands at `want` (the freed
+/// scratch's address); returns the last one's address (all are kept).
 #[pyfunction]
-fn alloc_victim(n: usize) -> PyResult<u64> {
-    let buffer = DeviceBuffer::from_slice(&glue::context(0)?, &vec![7.0f32; n]).map_err(gpu_error)?;
-    let address = buffer.device_ptr();
-    *VICTIM.lock().unwrap() = Some(buffer);
-    Ok(address)
+fn alloc_victim(n: usize, want: u64) -> PyResult<u64> {
+    let context = glue::context(0)?;
+    let mut victims = VICTIMS.lock().unwrap();
+    for _ in 0..16 {
+        let buffer = DeviceBuffer::from_slice(&context, &vec![7.0f32; n]).map_err(gpu_error)?;
+        let address = buffer.device_ptr();
+        victims.push(buffer);
+        if address == want {
+            break;
+        }
+    }
+    Ok(victims.last().map_or(0, |b| b.device_ptr()))
 }
 
 /// G23R-2: the victim's first `k` values, read back (a synchronous copy).
 #[pyfunction]
 fn read_victim(k: usize) -> PyResult<Vec<f32>> {
-    let guard = VICTIM.lock().unwrap();
-    let buffer = guard.as_ref().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no victim"))?;
+    let guard = VICTIMS.lock().unwrap();
+    let buffer = guard.last().ok_or_else(|| pyo3::exceptions::PyRuntimeError::new_err("no victim"))?;
     let all = buffer.to_vec().map_err(gpu_error)?;
     Ok(all[..k.min(all.len())].to_vec())
 }
