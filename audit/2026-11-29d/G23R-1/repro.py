@@ -114,11 +114,15 @@ def case_op_detach_other_thread_frees_input():
 
 def case_call_new_hook_returns_output_to_the_driver():
     """As the first case, but the hook also empties torch's cache (`cudaFree` of the block):
-    the kernel writes memory no longer mapped (run last: the fault ends the CUDA context)."""
+    the kernel writes memory no longer mapped (run last: the fault ends the CUDA context).
+    16 MiB tensors: torch gives each its own segment, so the freed one is returned whole (with
+    4 MiB ones, the mid-session run's, `out` shared a segment with live tensors and stayed
+    mapped)."""
     fresh()
-    x = torch.ones(N, device=dev)
-    y = torch.ones(N, device=dev)
-    out = torch.zeros(N, device=dev)
+    big = 1 << 22
+    x = torch.ones(big, device=dev)
+    y = torch.ones(big, device=dev)
+    out = torch.zeros(big, device=dev)
     torch.cuda.synchronize()
 
     def hook():

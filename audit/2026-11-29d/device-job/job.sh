@@ -25,3 +25,5 @@ mkdir -p "$out"
   fi
 } > "$out/out.txt" 2>&1
 cat "$out/out.txt"
+# One file back (the tool keeps few files): the folder as one archive.
+tar cJf "${OUT:-/tmp/review-out}/review.tar.xz" -C "${OUT:-/tmp/review-out}" review && rm -rf "$out"
