@@ -29,9 +29,14 @@ out = torch.ops.g23r1.scale_add_scratch(x, y, 2.0)  # warm-up: loads the module 
 torch.cuda.synchronize()
 
 g = torch.cuda.CUDAGraph()
-with torch.cuda.graph(g):
-    out = torch.ops.g23r1.scale_add_scratch(x, y, 2.0)
-torch.cuda.synchronize()
+try:
+    with torch.cuda.graph(g):
+        out = torch.ops.g23r1.scale_add_scratch(x, y, 2.0)
+    torch.cuda.synchronize()
+except Exception as e:  # a fix that refuses ferrocuda memory in torch's capture
+    print(f"the capture was refused: {type(e).__name__}: {str(e).splitlines()[0]}")
+    print("G23R-2: held (refused)")
+    sys.exit(0)
 
 g23r1_op.free_scratch()  # ferrocuda frees it: nothing recorded the graph's use
 victim = g23r1_op.alloc_victim(N, scratch)  # 7.0 everywhere; up to 16 tries for the freed address

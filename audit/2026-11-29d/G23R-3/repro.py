@@ -31,6 +31,11 @@ real_empty_like = torch.empty_like
 torch.empty_like = lambda like, *args, **kwargs: victim[:1]
 try:
     out = ft.gelu(x)
+except Exception as e:  # a fix that checks what the allocator returned
+    torch.empty_like = real_empty_like
+    print(f"the op refused: {type(e).__name__}: {str(e).splitlines()[0]}")
+    print("G23R-3:", "held (refused)" if bool((victim == 7.0).all()) else "UNSOUND (refused after writing)")
+    sys.exit(0)
 finally:
     torch.empty_like = real_empty_like
 torch.cuda.synchronize()
