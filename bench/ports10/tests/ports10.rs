@@ -542,3 +542,23 @@ fn p30_s23_counted_unroll_gives_the_first_tries_bits_at_every_count() {
         }
     }
 }
+
+/// Session 23 (gaps, issue 30 item 2): `pack8::Bf16x4`, vLLM's 8-byte packs of four `bf16`, as
+/// kernel input and output elements: `out = x * s + y` per pack on the CPU executor, against
+/// the same arithmetic in `f32` rounded to nearest even, and a grid with more threads than packs
+/// (the spare threads write nothing).
+#[test]
+fn p30_s23_pack8_bf16x4_moves_and_rounds_four_values_a_thread() {
+    use ferrocuda::pack8::Bf16x4;
+    let mut g = Lcg::new(31);
+    let n = 37usize;
+    let (xs, ys) = (g.vec_bf16(4 * n, -3.0, 3.0), g.vec_bf16(4 * n, -3.0, 3.0));
+    let (x, y) = (Bf16x4::collect(&xs).unwrap(), Bf16x4::collect(&ys).unwrap());
+    let mut out = vec![Bf16x4::splat(bf16::from_f32(-7.0)); n];
+    ferrocuda_ports10_kernels::s23::s23_scale_add_bf16x4::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(2, 32), &mut out, &x, &y, 0.75).unwrap();
+    let got = Bf16x4::elements(&out);
+    for i in 0..4 * n {
+        let want = bf16::from_f32(xs[i].to_f32() * 0.75 + ys[i].to_f32());
+        assert_eq!(got[i], want, "element {i}");
+    }
+}

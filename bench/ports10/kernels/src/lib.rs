@@ -10,5 +10,6 @@ ferrocuda_device::embed_kernels!();
 
 pub mod fixes;
 pub mod llmc;
+pub mod s23;
 pub mod twins;
 pub mod vllm;
