@@ -17,3 +17,19 @@ extern "C" __global__ void scale_add_bf16x4(bf16x4* __restrict__ out, const bf16
     for (int k = 0; k < 4; k++) o.val[k] = __float2bfloat16(__bfloat162float(a.val[k]) * s + __bfloat162float(b.val[k]));
     out[i] = o;
 }
+
+// Item 3: a block per row, strided sums, cub::BlockReduce<float, N>::Sum, thread 0 writes (the
+// way vLLM's and llm.c's kernels use CUB).
+#include <cub/block/block_reduce.cuh>
+template <int N>
+__device__ void row_sum(float* __restrict__ sums, const float* __restrict__ x, int cols) {
+    using BlockReduce = cub::BlockReduce<float, N>;
+    __shared__ typename BlockReduce::TempStorage temp;
+    const float* row = x + (int64_t)blockIdx.x * cols;
+    float s = 0.0f;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x) s += row[i];
+    float total = BlockReduce(temp).Sum(s);
+    if (threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+extern "C" __global__ void __launch_bounds__(256) row_sum_256(float* __restrict__ sums, const float* __restrict__ x, int cols) { row_sum<256>(sums, x, cols); }
+extern "C" __global__ void __launch_bounds__(1024) row_sum_1024(float* __restrict__ sums, const float* __restrict__ x, int cols) { row_sum<1024>(sums, x, cols); }

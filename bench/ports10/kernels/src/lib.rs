@@ -12,4 +12,5 @@ pub mod fixes;
 pub mod llmc;
 pub mod s23;
 pub mod twins;
+pub mod twins23;
 pub mod vllm;

@@ -7,11 +7,12 @@
 
 use std::num::NonZeroU32;
 
+use ferrocuda::pack8::Bf16x4;
 use ferrocuda::pack16::Bf16x8;
 use ferrocuda::{Context, DeviceBuffer, LaunchConfig, Stream};
 use ferrocuda_bench_timing::{self as timing, PASSES, Result, Table, WARMUP, case, check_bits, check_f32, max_rel_err, ptr, reps_for, time_pair};
 use ferrocuda_ports10::Lcg;
-use ferrocuda_ports10_kernels::{fixes, llmc, twins, vllm};
+use ferrocuda_ports10_kernels::{fixes, llmc, s23, twins, twins23, vllm};
 use half::bf16;
 
 const ONLY: &str = "PORTS10_ONLY";
@@ -22,8 +23,14 @@ fn nz(v: u32) -> NonZeroU32 {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, llmc_cubin, nofast_cubin, vllm_cubin] = &args[..] else {
-        return Err("usage: ports10_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN (nvcc's builds of bench/ports10/cuda/ports10.cu)".into());
+    // Session 23: an optional fourth cubin, nvcc's build of bench/results/s23-gaps/nvcc-s23.cu
+    // (the library checks' twins: cases R256, R1024, P8).
+    let (llmc_cubin, nofast_cubin, vllm_cubin, s23_cubin) = match &args[..] {
+        [_, a, b, c] => (a, b, c, None),
+        [_, a, b, c, d] => (a, b, c, Some(d)),
+        _ => {
+            return Err("usage: ports10_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN [S23_CUBIN] (nvcc's builds of bench/ports10/cuda/ports10.cu, and of bench/results/s23-gaps/nvcc-s23.cu)".into());
+        }
     };
     let cx = Context::primary(0)?;
     let st = Stream::new(&cx)?;
@@ -34,6 +41,11 @@ fn main() -> Result<()> {
     let lm_nofast = unsafe { timing::load_cubin(&cx, "ports10_llmc_nofast", nofast_cubin)? };
     // SAFETY: as above.
     let vm = unsafe { timing::load_cubin(&cx, "ports10_vllm", vllm_cubin)? };
+    // SAFETY: as above (nvcc's output for nvcc-s23.cu).
+    let s23m = match s23_cubin {
+        Some(path) => Some(unsafe { timing::load_cubin(&cx, "ports10_s23", path)? }),
+        None => None,
+    };
     println!("twins: {llmc_cubin}, {nofast_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
     let table = Table::new(40, 34);
     println!("{}", table.header());
@@ -490,5 +502,69 @@ fn main() -> Result<()> {
         table.row("V3 preprocessTopkIdKernel", &format!("{size} ids, {experts} experts, block {block}"), times, &check);
         Ok(())
     });
+    // Session 23 (gaps), issue 30 item 3: a block per row of `cols` floats summed by
+    // `RuntimeBlockReduce::sum` (ours: any block size at run time, `_runtime`; or declared,
+    // `reqntid`) against `cub::BlockReduce<float, N>` (nvcc-s23.cu). Short rows (1024 floats: 4
+    // a thread at 256, 1 at 1024) so that the reduction, not the loads, is most of the work.
+    if let Some(s23m) = &s23m {
+        for (label, block, declared) in [("R256", 256u32, false), ("R256c", 256, true), ("R1024", 1024, false), ("R1024c", 1024, true)] {
+            case(ONLY, label, || -> Result<()> {
+                let (rows, cols) = (65536usize, 1024usize);
+                let x = DeviceBuffer::from_slice(&cx, &Lcg::new(41).vec(rows * cols, -1.0, 1.0))?;
+                let mut ours = DeviceBuffer::<f32>::zeroed(&cx, rows)?;
+                let twin_out = DeviceBuffer::<f32>::zeroed(&cx, rows)?;
+                let config = LaunchConfig::new(rows as u32, block);
+                let mut run_ours = || -> Result<()> {
+                    match (block, declared) {
+                        (256, true) => s23::s23_row_sum_256::launch(&st, config, &mut ours, &x, cols as u32)?,
+                        (1024, true) => s23::s23_row_sum_1024::launch(&st, config, &mut ours, &x, cols as u32)?,
+                        _ => s23::s23_row_sum_runtime::launch(&st, config, &mut ours, &x, cols as u32)?,
+                    }
+                    Ok(())
+                };
+                let run_twin = || -> Result<()> {
+                    // SAFETY: sums holds a float a row, x rows x cols floats; the block size is the twin's N.
+                    unsafe {
+                        if block == 256 {
+                            twins23::twin_row_sum_256::launch_in(s23m, &st, config, ptr(&twin_out), ptr(&x), cols as i32)?
+                        } else {
+                            twins23::twin_row_sum_1024::launch_in(s23m, &st, config, ptr(&twin_out), ptr(&x), cols as i32)?
+                        }
+                    };
+                    Ok(())
+                };
+                let reps = reps_for(&cx, &st, &mut run_ours)?;
+                let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+                st.synchronize()?;
+                // The trees differ (CUB's warp fold and ours): 1e-4 relative, floor 1e-3.
+                let check = check_f32("", &ours.to_vec()?, &twin_out.to_vec()?, 1e-4, max_rel_err);
+                let name = if declared { format!("R row sum, reqntid({block})") } else { format!("R row sum, run-time block ({block})") };
+                table.row(&name, &format!("{rows}x{cols} f32, block {block}"), times, &check);
+                Ok(())
+            });
+        }
+        // P8: `pack8::Bf16x4`, a thread per 8-byte pack, against vLLM-style `vec_n_t<bf16, 4>`.
+        case(ONLY, "P8", || -> Result<()> {
+            let (n, block) = (1usize << 24, 256u32);
+            let mut g = Lcg::new(42);
+            let x = DeviceBuffer::from_slice(&cx, &Bf16x4::collect(&g.vec_bf16(4 * n, -3.0, 3.0)).ok_or("pack")?)?;
+            let y = DeviceBuffer::from_slice(&cx, &Bf16x4::collect(&g.vec_bf16(4 * n, -3.0, 3.0)).ok_or("pack")?)?;
+            let mut ours = DeviceBuffer::<Bf16x4>::zeroed(&cx, n)?;
+            let twin_out = DeviceBuffer::<Bf16x4>::zeroed(&cx, n)?;
+            let config = LaunchConfig::new((n as u32).div_ceil(block), block);
+            let mut run_ours = || -> Result<()> { Ok(s23::s23_scale_add_bf16x4::launch(&st, config, &mut ours, &x, &y, 0.75)?) };
+            let run_twin = || -> Result<()> {
+                // SAFETY: out, x and y hold n packs of 8 bytes.
+                unsafe { twins23::twin_scale_add_bf16x4::launch_in(s23m, &st, config, ptr(&twin_out), ptr(&x), ptr(&y), 0.75, n as i32)? };
+                Ok(())
+            };
+            let reps = reps_for(&cx, &st, &mut run_ours)?;
+            let times = time_pair(&cx, &st, reps, run_ours, run_twin)?;
+            st.synchronize()?;
+            let check = check_bits("bf16x4", &ours.to_vec()?, &twin_out.to_vec()?);
+            table.row("P8 scale_add bf16x4 (pack8)", &format!("{n} packs, block {block}"), times, &check);
+            Ok(())
+        });
+    }
     Ok(())
 }
