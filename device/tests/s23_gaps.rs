@@ -29,8 +29,8 @@ fn p30_ports10_gap4_counted_unroll_sums_as_the_plain_loop_at_every_count() {
                 let (map, scales) = (&map[k * 14..k * 14 + k], &scales[k * 14..k * 14 + k]);
                 let at = |e: usize| values.get(map[e] as usize + t % 3).copied().unwrap_or_default();
                 let mut plain = 0.0f32;
-                for e in 0..map.len() {
-                    plain += scales[e] * at(e);
+                for (e, &scale) in scales.iter().enumerate() {
+                    plain += scale * at(e);
                 }
                 let mut by_counted = 0.0f32;
                 counted::<4>(map.len(), |e| by_counted += scales[e] * at(e));
