@@ -11,6 +11,10 @@
 //! ferrocuda_device::unroll::unroll::<8>(|i| acc[i] += a[i] * b);
 //! ```
 //! Cost: code size grows N-fold; N is at most 128.
+//!
+//! For a loop whose count is known only at run time, [`counted`]`::<4>(n, |i| ..)` is nvcc's
+//! `#pragma unroll 4` for that loop alone (rounds of four, then the rest), and
+//! [`counted_loads_first`] the same with each round's loads issued before their uses (gathers).
 
 /// A count known at compile time (`Const<N>`), the type that [`Unrolled`] is implemented for.
 pub struct Const<const N: usize>;
