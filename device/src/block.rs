@@ -474,18 +474,7 @@ impl<T: BlockValue> RuntimeBlockReduce<T> {
             // their row, 6-32 more registers (the 16-column bf16 RMS norm 40 -> 46, 0.80x at
             // 8192 x 8192), and a loop over the run-time count (session 18) was unrolled by 8
             // with its reads hoisted: 40 -> 50.
-            let warps = size.div_ceil(warp::WARP_SIZE);
-            total = if size.is_multiple_of(warp::WARP_SIZE) && warps.is_power_of_two() {
-                // Whole warps, a power-of-two count (256, 512, 1024 threads, ...): every lane of
-                // warp 0 reads a stored slot (`lane % warps`), so the butterfly needs no lane
-                // tests, `log2(warps)` steps (session 23: the tested `shfl.down` steps were an
-                // `ISETP` and an `FSEL` each beside the shuffle, 5 steps at any count). Lane 0
-                // combines the same pairs in the same order as the tested fold: the same bits.
-                // SAFETY: `lane & (warps - 1) < warps <= 32`.
-                xor_fold(unsafe { slots.get_unchecked((lane & (warps - 1)) as usize) }, warps / 2, op)
-            } else {
-                fold_slots_in_warp(slots, lane, warps, partial, op, false, None)
-            };
+            total = fold_slots_in_warp(slots, lane, size.div_ceil(warp::WARP_SIZE), partial, op, false, None);
         }
         (total, size)
     }
