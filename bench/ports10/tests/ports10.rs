@@ -525,13 +525,14 @@ fn p30_s23_counted_unroll_gives_the_first_tries_bits_at_every_count() {
                 2 => ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_counted_plain::launch_cpu(
                     &cpu, config, &packs, &mut out, &scales, &map, cv, kk,
                 ),
+                3 => ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_gather::launch_cpu(&cpu, config, &packs, &mut out, &scales, &map, cv, kk),
                 _ => vllm::finalize_moe_routing_kernel::launch_cpu(&cpu, config, &packs, &mut out, &scales, &map, cv, kk),
             };
             launched.unwrap();
             out
         };
         let first = run(0);
-        for variant in [1, 2] {
+        for variant in [1, 2, 3] {
             assert_eq!(Bf16x8::elements(&run(variant)), Bf16x8::elements(&first), "V1 k {k} variant {variant}: the same FMAs in the same order");
         }
         if k > 0 {

@@ -17,6 +17,16 @@ use half::bf16;
 
 const ONLY: &str = "PORTS10_ONLY";
 
+/// L2's atomics outputs are sums of 8192 rows by float `atomicAdd` in hardware order, so their
+/// bits differ from run to run of one kernel. The tolerances of the check against the twin are
+/// the run-to-run spread measured by `L2spread` (session 23, one H200, three processes of five
+/// runs each): the largest relative difference (floor 1e-3) between two runs of the twin was
+/// 1.6e-3 on `dweight` and 2.5e-2 on `dbias` (whose sums cancel towards 0), of ours 1.6e-3 and
+/// 4.8e-2, of ours against the twin 1.5e-3 and 5.6e-2; rounded up: 2e-3 and 6e-2.
+const L2_DWEIGHT_SPREAD: f32 = 2e-3;
+/// See [`L2_DWEIGHT_SPREAD`].
+const L2_DBIAS_SPREAD: f32 = 6e-2;
+
 fn nz(v: u32) -> NonZeroU32 {
     timing::nz(v)
 }
@@ -179,10 +189,10 @@ fn main() -> Result<()> {
                 };
                 st.synchronize()?;
                 let check = format!(
-                    "{}; {}; {} (atomics: any order)",
+                    "{}; {}; {} (atomics: any order; tolerances: L2spread's run-to-run spread)",
                     check_f32("dinp", &d.to_vec()?, &td.to_vec()?, 1e-5, max_rel_err),
-                    check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, 1e-4, max_rel_err),
-                    check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, 1e-4, max_rel_err)
+                    check_f32("dweight", &dw.to_vec()?, &tdw.to_vec()?, L2_DWEIGHT_SPREAD, max_rel_err),
+                    check_f32("dbias", &db.to_vec()?, &tdb.to_vec()?, L2_DBIAS_SPREAD, max_rel_err)
                 );
                 let name = [
                     "L2 layernorm_backward_kernel1",
@@ -359,7 +369,8 @@ fn main() -> Result<()> {
     // V1: vLLM finalizeMoeRoutingKernel<bf16, bf16, false>: 4096 tokens, top-8, 2048 wide, block 256.
     // `fix`: 0 the first try, 1 `_x4`, 2 `_counted` (session 23: `unroll::counted_loads_first`),
     // 3 `_counted_plain` (the first try's body under `unroll::counted::<4>`).
-    for (label, fix) in [("V1", 0u32), ("V1x4", 1), ("V1c", 2), ("V1cp", 3)] {
+    // 4 `_gather` (`unroll::counted_gather`: the map entries, then the gathers, then the FMAs).
+    for (label, fix) in [("V1", 0u32), ("V1x4", 1), ("V1c", 2), ("V1cp", 3), ("V1g", 4)] {
         case(ONLY, label, || -> Result<()> {
             let (tokens, k, cols, block) = (4096usize, 8usize, 2048usize, 256u32);
             let mut g = Lcg::new(16);
@@ -376,6 +387,7 @@ fn main() -> Result<()> {
                     1 => fixes::finalize_moe_routing_kernel_x4::launch(&st, config, &rows, &mut ours, &scales, &map, cv, kk)?,
                     2 => fixes::finalize_moe_routing_kernel_counted::launch(&st, config, &rows, &mut ours, &scales, &map, cv, kk)?,
                     3 => fixes::finalize_moe_routing_kernel_counted_plain::launch(&st, config, &rows, &mut ours, &scales, &map, cv, kk)?,
+                    4 => fixes::finalize_moe_routing_kernel_gather::launch(&st, config, &rows, &mut ours, &scales, &map, cv, kk)?,
                     _ => vllm::finalize_moe_routing_kernel::launch(&st, config, &rows, &mut ours, &scales, &map, cv, kk)?,
                 }
                 Ok(())
@@ -408,6 +420,7 @@ fn main() -> Result<()> {
                 "V1 finalizeMoeRoutingKernel (fix x4)",
                 "V1 finalizeMoeRoutingKernel (counted)",
                 "V1 finalizeMoeRoutingKernel (counted plain)",
+                "V1 finalizeMoeRoutingKernel (counted gather)",
             ][fix as usize];
             table.row(name, &format!("{tokens}x{k}x{cols} bf16, block {block}"), times, &check);
             Ok(())
