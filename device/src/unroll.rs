@@ -57,8 +57,7 @@ where
 /// nvcc's `#pragma unroll N` on `for (int i = 0; i < n; i++) f(i)` with a run-time `n`: `f(i)`
 /// for `i` in `0..n` in order, `N` calls a round (expanded as [`unroll`] expands them, the
 /// round loop marked `nounroll` for ptxas as nvcc marks its own) while `N` remain, then the
-/// last `n % N` (written out: `N - 1` calls, each behind a test; nvcc's remainder is a rolled
-/// loop, which neither LLVM nor ptxas leaves rolled here). Whatever LLVM's run-time unroll
+/// last `n % N` one by one (a rolled loop, as nvcc's remainder; ptxas may unroll it). Whatever LLVM's run-time unroll
 /// heuristics say (with the builder's default flags they leave a counted loop with a load in it
 /// rolled: docs/performance.md, "a loop whose trip count is known only at run time"), and for
 /// this loop only, where `KernelBuilder::runtime_unroll(4)` changes every loop of the crate.
@@ -89,24 +88,24 @@ where
         unroll::<N>(|j| f(below(i + j, n)));
         i += N;
     }
-    // The tail, `n - i < N` steps, written out: `N - 1` guarded calls, no loop. As a loop it
-    // was unrolled anyway (by 4: LLVM's NVPTX run-time unrolling of small loops, on by
-    // default, which does not read the `nounroll` string; and ptxas, which keeps `nounroll`
-    // only for a loop of one block, which a body with a test is not).
-    let rest = n - i;
-    unroll::<N>(|j| {
-        if j + 1 < N && j < rest {
-            f(below(i + j, n));
-        }
-    });
+    // The tail, `n - i < N` steps, a rolled loop as nvcc's remainder. Its step passes through
+    // `opaque`, so LLVM's NVPTX run-time unrolling of small loops (on by default, blind to the
+    // `nounroll` string) finds no trip count to unroll by; ptxas may still unroll it (it keeps
+    // `nounroll` only for a loop of one block). Written out instead (`N - 1` guarded calls), the
+    // tail made ptxas schedule the rounds worse: vLLM's MoE finalize issued one gather before
+    // its first FMA where `_x4` issues three (session 23, bench/results/s23-gaps).
+    while i < n {
+        keep_rolled();
+        f(below(i, n));
+        i = opaque(i + 1);
+    }
 }
 
 /// [`counted`] with each step cut in two, `load(i)` (the step's reads: a gather through an
 /// index, a 16-byte pack) then `apply(i, value)` (the arithmetic that uses them): a round
 /// calls `load` for its `N` steps first, then `apply` for each in order, so the round's `N`
 /// loads are in flight together, as nvcc's `#pragma unroll 4` schedules them when no test
-/// stands between them. The last `n % N` steps likewise: their loads (each behind its test)
-/// before their uses.
+/// stands between them. The last `n % N` steps load and apply one by one.
 ///
 /// Make `load` branch-free where it can read out of bounds: `rows.get(j).map(Bf16x8::load)
 /// .unwrap_or_default()` (a predicated load), not an early return or `continue` per step,
@@ -145,19 +144,13 @@ where
         unroll::<N>(|j| apply(below(i + j, n), values[j]));
         i += N;
     }
-    // The tail, `n - i < N` steps written out as in `counted`, its loads first too.
-    let rest = n - i;
-    let mut values = [None; N];
-    unroll::<N>(|j| {
-        if j + 1 < N && j < rest {
-            values[j] = Some(load(below(i + j, n)));
-        }
-    });
-    unroll::<N>(|j| {
-        if let Some(value) = values[j] {
-            apply(below(i + j, n), value);
-        }
-    });
+    // The tail, rolled (see `counted`).
+    while i < n {
+        keep_rolled();
+        let value = load(below(i, n));
+        apply(below(i, n), value);
+        i = opaque(i + 1);
+    }
 }
 
 /// Calls `f(i)` for `i` in `0..n` in order, each call's work apart from the others': the
@@ -192,10 +185,10 @@ pub fn rolled(n: usize, mut f: impl FnMut(usize)) {
 /// `rows[map[row * k + e] * cols + i]`): a round reads its `N` indices first (`index(i)`), then
 /// issues the `N` gathers (`load(i, index)`), then applies them in order (`apply(i, value)`);
 /// the tail likewise. Why three phases: with `counted_loads_first` and a `load` that reads the
-/// index and then the row, ptxas (13.0, sm_90) scheduled each step's gather right behind its
-/// own index load and the previous step's FMAs in between, so the gathers waited one for
-/// another (session 23, vLLM's `finalizeMoeRoutingKernel` with `k` = 8: 0.922x nvcc, where
-/// the first try's rolled loop measured 1.022x and the hand-written form with the four map
+/// index and then the row, ptxas (13.0, sm_90) may schedule each step's gather right behind
+/// its own index load, the previous step's FMAs in between (session 23: vLLM's
+/// `finalizeMoeRoutingKernel` with `k` = 8 measured 0.922x nvcc that way, with the tail then
+/// written out; the first try's rolled loop 1.022x, the hand-written form with the four map
 /// entries read first 1.051x).
 ///
 /// ```ignore
@@ -237,24 +230,14 @@ pub fn counted_gather<const N: usize, I: Copy, T: Copy>(
         unroll::<N>(|j| apply(below(i + j, n), values[j]));
         i += N;
     }
-    let rest = n - i;
-    let mut indices = [None; N];
-    unroll::<N>(|j| {
-        if j + 1 < N && j < rest {
-            indices[j] = Some(index(below(i + j, n)));
-        }
-    });
-    let mut values = [None; N];
-    unroll::<N>(|j| {
-        if let Some(at) = indices[j] {
-            values[j] = Some(load(below(i + j, n), at));
-        }
-    });
-    unroll::<N>(|j| {
-        if let Some(value) = values[j] {
-            apply(below(i + j, n), value);
-        }
-    });
+    // The tail, rolled (see `counted`).
+    while i < n {
+        keep_rolled();
+        let at = index(below(i, n));
+        let value = load(below(i, n), at);
+        apply(below(i, n), value);
+        i = opaque(i + 1);
+    }
 }
 
 /// `i`, with LLVM told that it is below `n`, so that `x[i]` on a slice of length `n` needs no
@@ -335,7 +318,7 @@ mod tests {
         check::<4>();
     }
 
-    /// A round (and the tail): every index, then every gather, then every use, in order.
+    /// A round: every index, then every gather, then every use, in order; the tail step by step.
     #[test]
     fn counted_gather_reads_indices_then_gathers_then_applies() {
         for n in 0..11usize {
@@ -358,18 +341,20 @@ mod tests {
             );
             let mut want = Vec::new();
             let whole = n / 4 * 4;
-            for r in (0..whole).step_by(4).chain([whole]) {
-                let end = (r + 4).min(n);
+            for r in (0..whole).step_by(4) {
                 for phase in ['I', 'L', 'A'] {
-                    want.extend((r..end).map(|i| (phase, i)));
+                    want.extend((r..r + 4).map(|i| (phase, i)));
                 }
+            }
+            for i in whole..n {
+                want.extend([('I', i), ('L', i), ('A', i)]);
             }
             assert_eq!(log.into_inner(), want, "n {n}");
         }
     }
 
-    /// Within a round (and within the tail) every load comes before every use; each step's
-    /// value reaches its own `apply`; the steps' uses are in order `0..n`.
+    /// Within a round every load comes before every use; each step's value reaches its own
+    /// `apply`; the steps' uses are in order `0..n`; the tail loads and applies one by one.
     #[test]
     fn counted_loads_first_loads_a_round_before_its_uses() {
         for n in 0..14usize {
@@ -391,8 +376,9 @@ mod tests {
                 want.extend((r..r + 4).map(|i| ('L', i)));
                 want.extend((r..r + 4).map(|i| ('A', i)));
             }
-            want.extend((whole..n).map(|i| ('L', i)));
-            want.extend((whole..n).map(|i| ('A', i)));
+            for i in whole..n {
+                want.extend([('L', i), ('A', i)]);
+            }
             assert_eq!(log.into_inner(), want, "n {n}");
         }
     }
