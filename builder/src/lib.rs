@@ -36,6 +36,7 @@ mod kernel_tag;
 mod launch_bounds;
 mod local_memory;
 mod manifest;
+mod nounroll;
 mod occupancy;
 mod ptx_isa;
 mod ptx_text;
@@ -559,6 +560,9 @@ impl KernelBuilder {
                 }
             }
             let ptx = if self.debug_info { clean_debug_ptx(&raw) } else { clean_ptx(&raw) };
+            // `nounroll` pragmas (the device library's rolled loops) as the first statement of
+            // their loop's header, where ptxas reads them (rustc's debug labels came between).
+            let ptx = nounroll::hoist_nounroll_pragmas(&ptx);
             // A kernel whose stack depth nobody can bound (recursion, P10, or an indirect call
             // whose frames ptxas does not count, Q4) is refused.
             if let Some(found) = recursive_kernels(&ptx).into_iter().find(|r| !self.recursive.contains(&r.kernel)) {

@@ -13,7 +13,9 @@
 /// Declares launch bounds for the kernel named `$kernel` (its exported symbol):
 /// `launch_bounds!(gemm, 384, 1)` is `.maxntid 384, 1, 1` + `.minnctapersm 1`;
 /// `launch_bounds!(gemm, 384, 0)` is `.maxntid` alone; `launch_bounds!(reqntid gemm, 256)`
-/// is `.reqntid 256, 1, 1` (the block must have exactly 256 threads).
+/// is `.reqntid 256, 1, 1` (the block must have exactly 256 threads);
+/// `launch_bounds!(reqntid gemm, 256, 4)` adds `.minnctapersm 4` (CUDA's `__launch_bounds__(256,
+/// 4)` for a kernel always launched with 256 threads: registers capped so that 4 blocks fit).
 #[macro_export]
 macro_rules! launch_bounds {
     ($kernel:ident, $threads:expr, $min_blocks:expr) => {
@@ -21,6 +23,9 @@ macro_rules! launch_bounds {
     };
     (reqntid $kernel:ident, $threads:expr) => {
         $crate::launch_bounds!(@marker $kernel, $threads, 0, 1);
+    };
+    (reqntid $kernel:ident, $threads:expr, $min_blocks:expr) => {
+        $crate::launch_bounds!(@marker $kernel, $threads, $min_blocks, 1);
     };
     (@marker $kernel:ident, $threads:expr, $min_blocks:expr, $kind:expr) => {
         // The values a GPU can run, checked at compile time on every target (E6, audit

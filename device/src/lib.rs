@@ -66,6 +66,7 @@ pub mod mma;
 #[cfg(any(not(target_arch = "nvptx64"), ferrocuda_sm = "90"))]
 pub use hopper::named_barrier;
 pub mod pack16;
+pub mod pack8;
 pub mod panic;
 pub mod panic_args;
 #[doc(no_inline)]

@@ -11,6 +11,11 @@
 //! ferrocuda_device::unroll::unroll::<8>(|i| acc[i] += a[i] * b);
 //! ```
 //! Cost: code size grows N-fold; N is at most 128.
+//!
+//! For a loop whose count is known only at run time, [`counted`]`::<4>(n, |i| ..)` is nvcc's
+//! `#pragma unroll 4` for that loop alone (rounds of four, then the rest), and
+//! [`counted_loads_first`] the same with each round's loads issued before their uses;
+//! [`counted_gather`] for gathers through loaded indices (indices, then gathers, then uses).
 
 /// A count known at compile time (`Const<N>`), the type that [`Unrolled`] is implemented for.
 pub struct Const<const N: usize>;
@@ -49,6 +54,105 @@ where
     <Const<N> as Unrolled>::each(&mut f);
 }
 
+/// nvcc's `#pragma unroll N` on `for (int i = 0; i < n; i++) f(i)` with a run-time `n`: `f(i)`
+/// for `i` in `0..n` in order, `N` calls a round (expanded as [`unroll`] expands them, the
+/// round loop marked `nounroll` for ptxas as nvcc marks its own) while `N` remain, then the
+/// last `n % N` one by one (a rolled loop, as nvcc's remainder; ptxas may unroll it). Whatever LLVM's run-time unroll
+/// heuristics say (with the builder's default flags they leave a counted loop with a load in it
+/// rolled: docs/performance.md, "a loop whose trip count is known only at run time"), and for
+/// this loop only, where `KernelBuilder::runtime_unroll(4)` changes every loop of the crate.
+///
+/// For a body whose loads are each behind their own test (`if let Some(p) = rows.get(j)`), the
+/// rounds' tests still stand between the loads and ptxas issues them one at a time; use
+/// [`counted_loads_first`], which issues the round's `N` loads before any use.
+///
+/// ```ignore
+/// // vLLM's `for (int k_idx = 0; k_idx < k; ++k_idx) { .. }`, four experts a round:
+/// ferrocuda_device::unroll::counted::<4>(k, |e| acc += scales[e] * x[e]);
+/// ```
+/// `N` is 1 to 128 (`N = 0` does not compile).
+#[inline(always)]
+pub fn counted<const N: usize>(n: usize, mut f: impl FnMut(usize))
+where
+    Const<N>: Unrolled,
+{
+    const { assert!(N > 0, "unroll::counted::<0>: a round of 0 calls never ends") };
+    // `i <= n` throughout, so `n - i` does not wrap, and a round's indices `i + j < i + N <= n`
+    // follow from the loop's own test (what lets LLVM drop the bounds checks of `x[i + j]`
+    // where `n` is `x.len()`). Each loop is marked `nounroll` for ptxas, as nvcc marks the
+    // loops it unrolled: without it ptxas unrolls the round loop again, by 4 (16 steps a
+    // round, four times the code).
+    let mut i = 0;
+    while n - i >= N {
+        keep_rolled();
+        unroll::<N>(|j| f(below(i + j, n)));
+        i += N;
+    }
+    // The tail, `n - i < N` steps, a rolled loop as nvcc's remainder. Its step passes through
+    // `opaque`, so LLVM's NVPTX run-time unrolling of small loops (on by default, blind to the
+    // `nounroll` string) finds no trip count to unroll by; ptxas may still unroll it (it keeps
+    // `nounroll` only for a loop of one block). Written out instead (`N - 1` guarded calls), the
+    // tail made ptxas schedule the rounds worse: vLLM's MoE finalize issued one gather before
+    // its first FMA where `_x4` issues three (session 23, bench/results/s23-gaps).
+    while i < n {
+        keep_rolled();
+        f(below(i, n));
+        i = opaque(i + 1);
+    }
+}
+
+/// [`counted`] with each step cut in two, `load(i)` (the step's reads: a gather through an
+/// index, a 16-byte pack) then `apply(i, value)` (the arithmetic that uses them): a round
+/// calls `load` for its `N` steps first, then `apply` for each in order, so the round's `N`
+/// loads are in flight together, as nvcc's `#pragma unroll 4` schedules them when no test
+/// stands between them. The last `n % N` steps load and apply one by one.
+///
+/// Make `load` branch-free where it can read out of bounds: `rows.get(j).map(Bf16x8::load)
+/// .unwrap_or_default()` (a predicated load), not an early return or `continue` per step,
+/// which would put a test back between the loads. `apply` sees the steps in order `0..n`, so a
+/// sum keeps the bits of the plain loop's.
+///
+/// ```ignore
+/// // vLLM's finalizeMoeRoutingKernel: over the token's `k` experts, gather a pack of each, then
+/// // add it scaled: four gathers in flight a thread.
+/// counted_loads_first::<4, _>(
+///     k,
+///     |e| rows.get(map[e] as usize * cols + col).map(Bf16x8::load).unwrap_or_default(),
+///     |e, pack| { let x = pack.to_f32s(); for j in 0..8 { acc[j] += scales[e] * x[j] } },
+/// );
+/// ```
+/// Cost: the round's `N` values live at once (registers: `N` times one value's).
+#[inline(always)]
+pub fn counted_loads_first<const N: usize, T: Copy>(n: usize, mut load: impl FnMut(usize) -> T, mut apply: impl FnMut(usize, T))
+where
+    Const<N>: Unrolled,
+{
+    const { assert!(N > 0, "unroll::counted_loads_first::<0>: a round of 0 steps never ends") };
+    // As in `counted`: `n - i >= N` bounds the round's indices; `nounroll` for ptxas.
+    let mut i = 0;
+    while n - i >= N {
+        keep_rolled();
+        // The first value fills the array so that no `Default` is needed; the index of each
+        // later store is a constant once expanded, so no test is left.
+        let first = load(below(i, n));
+        let mut values = [first; N];
+        unroll::<N>(|j| {
+            if j > 0 {
+                values[j] = load(below(i + j, n));
+            }
+        });
+        unroll::<N>(|j| apply(below(i + j, n), values[j]));
+        i += N;
+    }
+    // The tail, rolled (see `counted`).
+    while i < n {
+        keep_rolled();
+        let value = load(below(i, n));
+        apply(below(i, n), value);
+        i = opaque(i + 1);
+    }
+}
+
 /// Calls `f(i)` for `i` in `0..n` in order, each call's work apart from the others': the
 /// opposite of [`unroll`], for a cold path (an element-by-element fallback beside a 16-byte
 /// fast path) that must not need more registers than the hot path it sits beside.
@@ -75,6 +179,77 @@ pub fn rolled(n: usize, mut f: impl FnMut(usize)) {
         f(opaque(i));
         i += 1;
     }
+}
+
+/// [`counted_loads_first`] for a gather through an index that is itself loaded (vLLM's
+/// `rows[map[row * k + e] * cols + i]`): a round reads its `N` indices first (`index(i)`), then
+/// issues the `N` gathers (`load(i, index)`), then applies them in order (`apply(i, value)`);
+/// the tail likewise. Why three phases: with `counted_loads_first` and a `load` that reads the
+/// index and then the row, ptxas (13.0, sm_90) may schedule each step's gather right behind
+/// its own index load, the previous step's FMAs in between (session 23: vLLM's
+/// `finalizeMoeRoutingKernel` with `k` = 8 measured 0.922x nvcc that way, with the tail then
+/// written out; the first try's rolled loop 1.022x, the hand-written form with the four map
+/// entries read first 1.051x).
+///
+/// ```ignore
+/// counted_gather::<4, _, _>(
+///     k,
+///     |e| map[e] as usize,
+///     |_, dest| rows.get(dest * cols + i).map(Bf16x8::load).unwrap_or_default(),
+///     |e, pack| { let x = pack.to_f32s(); for j in 0..8 { acc[j] += scales[e] * x[j] } },
+/// );
+/// ```
+/// Cost: the round's `N` indices and `N` values live at once.
+#[inline(always)]
+pub fn counted_gather<const N: usize, I: Copy, T: Copy>(
+    n: usize,
+    mut index: impl FnMut(usize) -> I,
+    mut load: impl FnMut(usize, I) -> T,
+    mut apply: impl FnMut(usize, T),
+) where
+    Const<N>: Unrolled,
+{
+    const { assert!(N > 0, "unroll::counted_gather::<0>: a round of 0 steps never ends") };
+    let mut i = 0;
+    while n - i >= N {
+        keep_rolled();
+        let first = index(below(i, n));
+        let mut indices = [first; N];
+        unroll::<N>(|j| {
+            if j > 0 {
+                indices[j] = index(below(i + j, n));
+            }
+        });
+        let first = load(below(i, n), indices[0]);
+        let mut values = [first; N];
+        unroll::<N>(|j| {
+            if j > 0 {
+                values[j] = load(below(i + j, n), indices[j]);
+            }
+        });
+        unroll::<N>(|j| apply(below(i + j, n), values[j]));
+        i += N;
+    }
+    // The tail, rolled (see `counted`).
+    while i < n {
+        keep_rolled();
+        let at = index(below(i, n));
+        let value = load(below(i, n), at);
+        apply(below(i, n), value);
+        i = opaque(i + 1);
+    }
+}
+
+/// `i`, with LLVM told that it is below `n`, so that `x[i]` on a slice of length `n` needs no
+/// check: the rounds of [`counted`] and [`counted_loads_first`] count so that it holds (LLVM
+/// does not prove it once the loop is rotated onto a down-counter).
+#[inline(always)]
+fn below(i: usize, n: usize) -> usize {
+    debug_assert!(i < n);
+    // SAFETY: every caller passes an index of a round that the loop's test `n - i >= N`
+    // admitted (`i + j < i + N <= n`), or a tail index below `n` by its loop's test.
+    unsafe { core::hint::assert_unchecked(i < n) };
+    i
 }
 
 /// On the GPU, PTX's `.pragma "nounroll"` (ptxas sees through [`opaque`]'s `mov`): at the top
@@ -122,6 +297,90 @@ mod tests {
         super::rolled(11, |i| seen.push(i));
         assert_eq!(seen, (0..11).collect::<Vec<_>>());
         super::rolled(0, |_| panic!("no index in 0..0"));
+    }
+
+    /// Every count from 0 to 3 rounds and a tail, for rounds of 1, 3 and 4: each index once, in
+    /// order (the tail after the whole rounds).
+    #[test]
+    fn counted_visits_each_index_once_in_order() {
+        fn check<const N: usize>()
+        where
+            super::Const<N>: super::Unrolled,
+        {
+            for n in 0..3 * N + N {
+                let mut seen = Vec::new();
+                super::counted::<N>(n, |i| seen.push(i));
+                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "counted::<{N}>({n})");
+            }
+        }
+        check::<1>();
+        check::<3>();
+        check::<4>();
+    }
+
+    /// A round: every index, then every gather, then every use, in order; the tail step by step.
+    #[test]
+    fn counted_gather_reads_indices_then_gathers_then_applies() {
+        for n in 0..11usize {
+            let log = core::cell::RefCell::new(Vec::new());
+            super::counted_gather::<4, _, _>(
+                n,
+                |i| {
+                    log.borrow_mut().push(('I', i));
+                    i + 100
+                },
+                |i, at| {
+                    assert_eq!(at, i + 100, "step {i} got another step's index");
+                    log.borrow_mut().push(('L', i));
+                    i * 10
+                },
+                |i, v| {
+                    assert_eq!(v, i * 10, "step {i} got another step's value");
+                    log.borrow_mut().push(('A', i));
+                },
+            );
+            let mut want = Vec::new();
+            let whole = n / 4 * 4;
+            for r in (0..whole).step_by(4) {
+                for phase in ['I', 'L', 'A'] {
+                    want.extend((r..r + 4).map(|i| (phase, i)));
+                }
+            }
+            for i in whole..n {
+                want.extend([('I', i), ('L', i), ('A', i)]);
+            }
+            assert_eq!(log.into_inner(), want, "n {n}");
+        }
+    }
+
+    /// Within a round every load comes before every use; each step's value reaches its own
+    /// `apply`; the steps' uses are in order `0..n`; the tail loads and applies one by one.
+    #[test]
+    fn counted_loads_first_loads_a_round_before_its_uses() {
+        for n in 0..14usize {
+            let log = core::cell::RefCell::new(Vec::new());
+            super::counted_loads_first::<4, _>(
+                n,
+                |i| {
+                    log.borrow_mut().push(('L', i));
+                    i * 10 + 1
+                },
+                |i, v| {
+                    assert_eq!(v, i * 10 + 1, "step {i} got another step's value");
+                    log.borrow_mut().push(('A', i));
+                },
+            );
+            let mut want = Vec::new();
+            let whole = n / 4 * 4;
+            for r in (0..whole).step_by(4) {
+                want.extend((r..r + 4).map(|i| ('L', i)));
+                want.extend((r..r + 4).map(|i| ('A', i)));
+            }
+            for i in whole..n {
+                want.extend([('L', i), ('A', i)]);
+            }
+            assert_eq!(log.into_inner(), want, "n {n}");
+        }
     }
 }
 

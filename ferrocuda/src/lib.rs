@@ -41,3 +41,7 @@ pub use ferrocuda_device::half;
 /// port: a host crate had to depend on the device library, or have the kernel crate re-export
 /// the type, to name it).
 pub use ferrocuda_device::pack16;
+
+/// The 8-byte packs of 16-bit floats (`Bf16x4`, `F16x4`; see `ferrocuda_device::pack8`), for
+/// host code that fills the buffers of kernels moving 8 bytes a thread (vLLM's `vec_n_t<T, 4>`).
+pub use ferrocuda_device::pack8;

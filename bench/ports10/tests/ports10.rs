@@ -471,3 +471,95 @@ fn fix_round_kernels_give_their_first_tries_bits_with_tails() {
         assert!((got.to_f64() - want).abs() <= want.abs() / 256.0 + 1e-5, "V1 x4 out[{i}] = {got}, want {want}");
     }
 }
+
+/// Session 23 (gaps, issue 30 tenth port's gap 4): the first tries rebuilt with the per-loop
+/// unroll of a run-time count (`unroll::counted::<4>`, `unroll::counted_loads_first::<4, _>`)
+/// give the first tries' bits at every count around the rounds of four: L2 at `c` 1 to 9 and
+/// 102 (`dinp` bit for bit; the atomics' sums within 1e-5), V1 at `k` 0 to 9 (every pack bit for
+/// bit, zero experts included).
+#[test]
+fn p30_s23_counted_unroll_gives_the_first_tries_bits_at_every_count() {
+    let cpu = CpuExecutor::new();
+    let mut g = Lcg::new(23);
+    for c in (1usize..=9).chain([102]) {
+        let rows = 7usize;
+        let (dinp0, dout, inp, weight) = (g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -1.0, 1.0), g.vec(rows * c, -2.0, 2.0), g.vec(c, 0.5, 1.5));
+        let (mean, rstd) = (g.vec(rows, -0.1, 0.1), g.vec(rows, 0.8, 1.2));
+        let config = LaunchConfig::new(1, 32);
+        // 0: the first try, 1: `_counted`, 2: `_counted_first`.
+        let run = |variant: u32| {
+            let (mut d, mut dw, mut db) = (dinp0.clone(), vec![0.0f32; c], vec![0.0f32; c]);
+            let (dt, it, rt) = (1, rows as u32, c as u32);
+            let launched = match variant {
+                1 => ferrocuda_ports10_kernels::fixes::layernorm_backward_kernel1_counted::launch_cpu(
+                    &cpu, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, dt, it, rt,
+                ),
+                2 => ferrocuda_ports10_kernels::fixes::layernorm_backward_kernel1_counted_first::launch_cpu(
+                    &cpu, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, dt, it, rt,
+                ),
+                _ => llmc::layernorm_backward_kernel1::launch_cpu(&cpu, config, &mut d, &mut dw, &mut db, &dout, &inp, &weight, &mean, &rstd, dt, it, rt),
+            };
+            launched.unwrap();
+            (d, dw, db)
+        };
+        let first = run(0);
+        for variant in [1, 2] {
+            let got = run(variant);
+            assert_eq!(got.0, first.0, "L2 c {c} variant {variant}: dinp, the same arithmetic in the same order");
+            let close = |a: &[f32], b: &[f32]| max_rel_err_f64(a.iter().map(|&v| v as f64), &b.iter().map(|&v| v as f64).collect::<Vec<_>>(), 1e-2) < 1e-5;
+            assert!(close(&got.1, &first.1), "L2 c {c} variant {variant}: dweight");
+            assert!(close(&got.2, &first.2), "L2 c {c} variant {variant}: dbias");
+        }
+    }
+    let (tokens, cols) = (5usize, 48usize);
+    for k in 0usize..=9 {
+        let rows_host = g.vec_bf16((tokens * k).max(1) * cols, -2.0, 2.0);
+        let packs = Bf16x8::collect(&rows_host).unwrap();
+        let (scales, map) = (g.vec(tokens * k, 0.0, 1.0), g.permutation(tokens * k));
+        let config = LaunchConfig::new(tokens as u32, 32);
+        let run = |variant: u32| {
+            let mut out = vec![Bf16x8::default(); tokens * cols / 8];
+            let (cv, kk) = ((cols / 8) as u32, k as u32);
+            let launched = match variant {
+                1 => ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_counted::launch_cpu(&cpu, config, &packs, &mut out, &scales, &map, cv, kk),
+                2 => ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_counted_plain::launch_cpu(
+                    &cpu, config, &packs, &mut out, &scales, &map, cv, kk,
+                ),
+                3 => ferrocuda_ports10_kernels::fixes::finalize_moe_routing_kernel_gather::launch_cpu(&cpu, config, &packs, &mut out, &scales, &map, cv, kk),
+                _ => vllm::finalize_moe_routing_kernel::launch_cpu(&cpu, config, &packs, &mut out, &scales, &map, cv, kk),
+            };
+            launched.unwrap();
+            out
+        };
+        let first = run(0);
+        for variant in [1, 2, 3] {
+            assert_eq!(Bf16x8::elements(&run(variant)), Bf16x8::elements(&first), "V1 k {k} variant {variant}: the same FMAs in the same order");
+        }
+        if k > 0 {
+            let want = finalize_ref(&rows_host, &scales, &map, cols, k);
+            for (i, (got, want)) in Bf16x8::elements(&first).iter().zip(&want).enumerate() {
+                assert!((got.to_f64() - want).abs() <= want.abs() / 256.0 + 1e-5, "V1 k {k} out[{i}] = {got}, want {want}");
+            }
+        }
+    }
+}
+
+/// Session 23 (gaps, issue 30 item 2): `pack8::Bf16x4`, vLLM's 8-byte packs of four `bf16`, as
+/// kernel input and output elements: `out = x * s + y` per pack on the CPU executor, against
+/// the same arithmetic in `f32` rounded to nearest even, and a grid with more threads than packs
+/// (the spare threads write nothing).
+#[test]
+fn p30_s23_pack8_bf16x4_moves_and_rounds_four_values_a_thread() {
+    use ferrocuda::pack8::Bf16x4;
+    let mut g = Lcg::new(31);
+    let n = 37usize;
+    let (xs, ys) = (g.vec_bf16(4 * n, -3.0, 3.0), g.vec_bf16(4 * n, -3.0, 3.0));
+    let (x, y) = (Bf16x4::collect(&xs).unwrap(), Bf16x4::collect(&ys).unwrap());
+    let mut out = vec![Bf16x4::splat(bf16::from_f32(-7.0)); n];
+    ferrocuda_ports10_kernels::s23::s23_scale_add_bf16x4::launch_cpu(&CpuExecutor::new(), LaunchConfig::new(2, 32), &mut out, &x, &y, 0.75).unwrap();
+    let got = Bf16x4::elements(&out);
+    for i in 0..4 * n {
+        let want = bf16::from_f32(xs[i].to_f32() * 0.75 + ys[i].to_f32());
+        assert_eq!(got[i], want, "element {i}");
+    }
+}

@@ -193,7 +193,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
         let mut tokens = b.clone().into_iter();
         match tokens.next() {
             Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid" => {
-                let threads: TokenStream = tokens.collect();
+                let threads = reqntid_threads(tokens.collect());
                 let thread = paths::thread();
                 let count = format_ident!("__FERROCUDA_REQNTID", span = Span::mixed_site());
                 Some(quote! {
@@ -780,6 +780,16 @@ fn host_launcher(
     }
 }
 
+/// The thread count of `reqntid`'s arguments after the word (`threads` or `threads,
+/// min_blocks`): the first expression.
+fn reqntid_threads(args: TokenStream) -> TokenStream {
+    use syn::parse::Parser;
+    match syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated.parse2(args.clone()) {
+        Ok(values) => values.into_iter().next().map_or(args, |threads| quote!(#threads)),
+        Err(_) => args,
+    }
+}
+
 /// `.and(LaunchRequirements::launch_bounds(max))` or `.and(LaunchRequirements::reqntid(n))`
 /// from the arguments of the kernel's launch-bounds marker (`max, min_blocks` or `reqntid n`):
 /// a GPU refuses a larger block (`.maxntid`) or another one (`.reqntid`), so every launcher,
@@ -789,7 +799,7 @@ fn bounds_requirement(bounds: &TokenStream) -> TokenStream {
     let args = paths::args();
     let mut tokens = bounds.clone().into_iter().peekable();
     if matches!(tokens.peek(), Some(proc_macro2::TokenTree::Ident(word)) if word == "reqntid") {
-        let threads: TokenStream = tokens.skip(1).collect();
+        let threads = reqntid_threads(tokens.skip(1).collect());
         return quote!(.and(#args::LaunchRequirements::reqntid(#threads)));
     }
     let parsed = syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated.parse2(bounds.clone());

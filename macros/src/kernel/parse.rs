@@ -184,10 +184,14 @@ impl Parse for Attribute {
                     ("launch_bounds", [threads]) => quote::quote!(#threads, 0),
                     ("launch_bounds", [threads, min_blocks]) => quote::quote!(#threads, #min_blocks),
                     ("reqntid", [threads]) => quote::quote!(reqntid #threads),
+                    // `.reqntid` + `.minnctapersm` (session 23: CUDA's `__launch_bounds__(N, k)`
+                    // for a kernel that is always launched with exactly `N` threads).
+                    ("reqntid", [threads, min_blocks]) => quote::quote!(reqntid #threads, #min_blocks),
                     _ => {
                         return Err(syn::Error::new(
                             key.span(),
-                            "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)` or `reqntid(threads)`",
+                            "write `launch_bounds(max_threads)`, `launch_bounds(max_threads, min_blocks_per_sm)`, `reqntid(threads)` or \
+                             `reqntid(threads, min_blocks_per_sm)`",
                         ));
                     }
                 });

@@ -176,6 +176,30 @@ fn launch_bounds_become_one_marker_per_entry() {
     assert!(out.contains("write `launch_bounds(max_threads)`"), "{out}");
 }
 
+/// Session 23 (issue 30, tenth port's gap 6): `reqntid(threads, min_blocks)` is `.reqntid` with
+/// `.minnctapersm`: the marker carries both, while the entry's block-shape assumption and the
+/// launchers' requirement take the thread count alone.
+#[test]
+fn reqntid_with_min_blocks_marks_both_and_assumes_the_count_alone() {
+    let out = expand_ok(
+        quote!(reqntid(256, 4)),
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        ),
+    );
+    assert!(out.contains("launch_bounds ! (reqntid k , 256 , 4)"), "{out}");
+    assert!(out.contains("__FERROCUDA_REQNTID : __ferrocuda_core :: primitive :: u32 = 256 ;"), "the assumption is of 256 threads: {out}");
+    assert!(out.contains("LaunchRequirements :: reqntid (256)"), "the launchers require 256 threads: {out}");
+    let out = expand(
+        quote!(reqntid(256, 4, 1)),
+        quote!(
+            pub fn k(out: DisjointSlice<f32>) {}
+        ),
+    )
+    .to_string();
+    assert!(out.contains("`reqntid(threads, min_blocks_per_sm)`"), "{out}");
+}
+
 #[test]
 fn cluster_dims_become_a_marker_per_entry_and_the_launchers_constant() {
     let out = expand_ok(

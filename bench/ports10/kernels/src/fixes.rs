@@ -8,6 +8,7 @@ use ferrocuda_device::global::{BlockRows, SegmentRows, block_row, segment_row};
 use ferrocuda_device::kernel;
 use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
+use ferrocuda_device::unroll;
 
 /// [`crate::llmc::layernorm_backward_kernel1()`] with both column loops stepping four columns at a
 /// time (the three rows' loads of the four columns issued together, as nvcc's unrolled-by-4
@@ -220,5 +221,243 @@ pub fn layernorm_backward_kernel1_zip_fix(
         if let Some(o) = row.get_mut(i) {
             *o += dval;
         }
+    }
+}
+
+/// [`crate::vllm::finalize_moe_routing_kernel()`] with its loop over the token's `k` experts
+/// (a run-time count) written with session 23's per-loop unroll (issue 30, tenth port, gap 4):
+/// `unroll::counted_loads_first::<4, _>(k, load, apply)`, four experts a round, their four
+/// packs gathered (each a zero pack where its map entry is outside the rows, a predicated load,
+/// no branch) before the four FMA groups, which run in the first try's order (expert 0 first:
+/// the first try's bits). What `_x4` does by hand with `as_chunks::<4>()`, in one call.
+#[kernel(cols(out = cols_v), launch_bounds(256, 6))]
+pub fn finalize_moe_routing_kernel_counted(
+    expanded_permuted_rows: &[Bf16x8],
+    mut out: DisjointSlice<Bf16x8, BlockRows>,
+    scales: &[f32],
+    source_to_dest: &[i32],
+    cols_v: u32,
+    k: u32,
+) {
+    let me = block_row();
+    let k = k as usize;
+    let first = me.row() as usize * k;
+    let (Some(map), Some(scales)) = (source_to_dest.get(first..first + k), scales.get(first..first + k)) else {
+        return;
+    };
+    let Some(row) = out.row_mut(me) else { return };
+    for (col, o) in row.iter_cols_mut() {
+        let mut thread_output = [0.0f32; 8];
+        unroll::counted_loads_first::<4, _>(
+            map.len(),
+            |e| expanded_permuted_rows.get(map[e] as usize * cols_v as usize + col).map(Bf16x8::load).unwrap_or_default(),
+            |e, pack| {
+                let expert_result = pack.to_f32s();
+                for j in 0..8 {
+                    thread_output[j] += scales[e] * expert_result[j];
+                }
+            },
+        );
+        Bf16x8::from_f32s(thread_output).store(o);
+    }
+}
+
+/// [`crate::vllm::finalize_moe_routing_kernel()`] with the first try's loop body (a `get` per
+/// expert, `continue` past a row outside the buffer) under `unroll::counted::<4>(k, ..)`: the
+/// plain per-loop unroll, whose four gathers each stay behind their own test (the form
+/// `counted_loads_first` exists for; kept to show the difference in SASS and on the GPU).
+#[kernel(cols(out = cols_v), launch_bounds(256, 6))]
+pub fn finalize_moe_routing_kernel_counted_plain(
+    expanded_permuted_rows: &[Bf16x8],
+    mut out: DisjointSlice<Bf16x8, BlockRows>,
+    scales: &[f32],
+    source_to_dest: &[i32],
+    cols_v: u32,
+    k: u32,
+) {
+    let me = block_row();
+    let k = k as usize;
+    let first = me.row() as usize * k;
+    let (Some(map), Some(scales)) = (source_to_dest.get(first..first + k), scales.get(first..first + k)) else {
+        return;
+    };
+    let Some(row) = out.row_mut(me) else { return };
+    for (col, o) in row.iter_cols_mut() {
+        let mut thread_output = [0.0f32; 8];
+        unroll::counted::<4>(map.len(), |e| {
+            if let Some(pack) = expanded_permuted_rows.get(map[e] as usize * cols_v as usize + col) {
+                let expert_result = Bf16x8::load(pack).to_f32s();
+                for j in 0..8 {
+                    thread_output[j] += scales[e] * expert_result[j];
+                }
+            }
+        });
+        Bf16x8::from_f32s(thread_output).store(o);
+    }
+}
+
+/// [`crate::llmc::layernorm_backward_kernel1()`] with both column loops (over a run-time `c`)
+/// written `unroll::counted::<4>(c, |i| ..)`: nvcc's unroll by 4 of llm.c's `for (int i = 0;
+/// i < C; i++)` loops, per loop, under the builder's default flags. The inputs are cut to the
+/// row's length first so that no index in the closures needs a check. The same sums in the
+/// same order: the first try's bits.
+// Launched with 256 threads a block (the bench's); 6 blocks of 256 an SM hold its registers.
+#[kernel(cols(dinp = c), launch_bounds(256, 6))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel1_counted(
+    mut dinp: DisjointSlice<f32, SegmentRows<1>>,
+    dweight: AtomicSlice<f32>,
+    dbias: AtomicSlice<f32>,
+    dout: &[f32],
+    inp: &[f32],
+    weight: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    b: u32,
+    t: u32,
+    c: u32,
+) {
+    let _ = (b, t);
+    let me = segment_row::<1>();
+    let idx = me.row() as usize;
+    let Some(mut row) = dinp.row_mut(me) else { return };
+    let span = row.span();
+    let Some(inp_bt) = inp.get(span.clone()) else { return };
+    let n = inp_bt.len();
+    let (Some(dout_bt), Some(weight), Some(&mean_bt), Some(&rstd_bt)) = (dout.get(span.start..span.start + n), weight.get(..n), mean.get(idx), rstd.get(idx))
+    else {
+        return;
+    };
+
+    // first: two reduce operations
+    let mut dnorm_mean = 0.0f32;
+    let mut dnorm_norm_mean = 0.0f32;
+    unroll::counted::<4>(n, |i| {
+        let norm_bti = (inp_bt[i] - mean_bt) * rstd_bt;
+        let dnorm_i = weight[i] * dout_bt[i];
+        dnorm_mean += dnorm_i;
+        dnorm_norm_mean += dnorm_i * norm_bti;
+    });
+    dnorm_mean = dnorm_mean.fast_div(c as f32);
+    dnorm_norm_mean = dnorm_norm_mean.fast_div(c as f32);
+
+    // now iterate again and accumulate all the gradients
+    unroll::counted::<4>(n, |i| {
+        let (x, d, w) = (inp_bt[i], dout_bt[i], weight[i]);
+        let norm_bti = (x - mean_bt) * rstd_bt;
+        let dnorm_i = w * d;
+        if let Some(a) = dbias.get(i) {
+            a.add(d);
+        }
+        if let Some(a) = dweight.get(i) {
+            a.add(norm_bti * d);
+        }
+        let mut dval = 0.0f32;
+        dval += dnorm_i;
+        dval -= dnorm_mean;
+        dval -= norm_bti * dnorm_norm_mean;
+        dval *= rstd_bt;
+        if let Some(o) = row.get_mut(i) {
+            *o += dval;
+        }
+    });
+}
+
+/// [`layernorm_backward_kernel1_counted()`] with only the first (read-only) column loop
+/// unrolled by `unroll::counted::<4>`; the second, whose atomics bound it, stays the first
+/// try's `for` loop (the port's `_x4`, which unrolled both, measured 0.86x where the first
+/// try measured 1.07x).
+#[kernel(cols(dinp = c), launch_bounds(256, 6))]
+#[allow(clippy::too_many_arguments)]
+pub fn layernorm_backward_kernel1_counted_first(
+    mut dinp: DisjointSlice<f32, SegmentRows<1>>,
+    dweight: AtomicSlice<f32>,
+    dbias: AtomicSlice<f32>,
+    dout: &[f32],
+    inp: &[f32],
+    weight: &[f32],
+    mean: &[f32],
+    rstd: &[f32],
+    b: u32,
+    t: u32,
+    c: u32,
+) {
+    let _ = (b, t);
+    let me = segment_row::<1>();
+    let idx = me.row() as usize;
+    let Some(mut row) = dinp.row_mut(me) else { return };
+    let span = row.span();
+    let Some(inp_bt) = inp.get(span.clone()) else { return };
+    let n = inp_bt.len();
+    let (Some(dout_bt), Some(weight), Some(&mean_bt), Some(&rstd_bt)) = (dout.get(span.start..span.start + n), weight.get(..n), mean.get(idx), rstd.get(idx))
+    else {
+        return;
+    };
+    let mut dnorm_mean = 0.0f32;
+    let mut dnorm_norm_mean = 0.0f32;
+    unroll::counted::<4>(n, |i| {
+        let norm_bti = (inp_bt[i] - mean_bt) * rstd_bt;
+        let dnorm_i = weight[i] * dout_bt[i];
+        dnorm_mean += dnorm_i;
+        dnorm_norm_mean += dnorm_i * norm_bti;
+    });
+    dnorm_mean = dnorm_mean.fast_div(c as f32);
+    dnorm_norm_mean = dnorm_norm_mean.fast_div(c as f32);
+    for i in 0..n {
+        let (x, d, w) = (inp_bt[i], dout_bt[i], weight[i]);
+        let norm_bti = (x - mean_bt) * rstd_bt;
+        let dnorm_i = w * d;
+        if let Some(a) = dbias.get(i) {
+            a.add(d);
+        }
+        if let Some(a) = dweight.get(i) {
+            a.add(norm_bti * d);
+        }
+        let mut dval = 0.0f32;
+        dval += dnorm_i;
+        dval -= dnorm_mean;
+        dval -= norm_bti * dnorm_norm_mean;
+        dval *= rstd_bt;
+        if let Some(o) = row.get_mut(i) {
+            *o += dval;
+        }
+    }
+}
+
+/// [`crate::vllm::finalize_moe_routing_kernel()`] with its loop over the token's `k` experts
+/// written `unroll::counted_gather::<4, _, _>(k, index, load, apply)` (session 23, after the
+/// mid-session measurement of [`finalize_moe_routing_kernel_counted()`] at 0.922x): a round reads
+/// its four map entries, then issues the four 16-byte gathers (a zero pack outside the rows),
+/// then the FMAs in the first try's order. The hand-written `_x4`'s structure (1.051x), as one call.
+#[kernel(cols(out = cols_v), launch_bounds(256, 6))]
+pub fn finalize_moe_routing_kernel_gather(
+    expanded_permuted_rows: &[Bf16x8],
+    mut out: DisjointSlice<Bf16x8, BlockRows>,
+    scales: &[f32],
+    source_to_dest: &[i32],
+    cols_v: u32,
+    k: u32,
+) {
+    let me = block_row();
+    let k = k as usize;
+    let first = me.row() as usize * k;
+    let (Some(map), Some(scales)) = (source_to_dest.get(first..first + k), scales.get(first..first + k)) else {
+        return;
+    };
+    let Some(row) = out.row_mut(me) else { return };
+    for (col, o) in row.iter_cols_mut() {
+        let mut thread_output = [0.0f32; 8];
+        unroll::counted_gather::<4, _, _>(
+            map.len(),
+            |e| map[e],
+            |_, dest| expanded_permuted_rows.get(dest as usize * cols_v as usize + col).map(Bf16x8::load).unwrap_or_default(),
+            |e, pack| {
+                let expert_result = pack.to_f32s();
+                for j in 0..8 {
+                    thread_output[j] += scales[e] * expert_result[j];
+                }
+            },
+        );
+        Bf16x8::from_f32s(thread_output).store(o);
     }
 }

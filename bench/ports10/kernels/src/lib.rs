@@ -10,5 +10,7 @@ ferrocuda_device::embed_kernels!();
 
 pub mod fixes;
 pub mod llmc;
+pub mod s23;
 pub mod twins;
+pub mod twins23;
 pub mod vllm;
