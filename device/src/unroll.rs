@@ -386,10 +386,17 @@ mod tests {
 
 /// `f(&items[i])` for `i = start, start + stride, ...` below `items.len()`, four per step of
 /// the main loop while the fourth is in range, then one by one: nvcc's unroll by 4 of a
-/// `for (i = tid; i < n; i += blockDim.x)` loop with a run-time stride, without its trip-count
-/// division, so that four loads are in flight (session 18, an opt-in experiment for issue 30's
-/// gap 2; `thread::strided_range` keeps one: see docs/performance.md). A `stride` of 0 calls
-/// nothing.
+/// `for (int i = tid; i < n; i += block_size)` loop with a run-time `int` stride, without its
+/// trip-count division, so that four loads are in flight (session 18, an opt-in experiment for
+/// issue 30's gap 2; `thread::strided_range` keeps one: see docs/performance.md). A `stride` of
+/// 0 calls nothing.
+///
+/// Read the twin's SASS before using it (`scripts/sass.py`): nvcc 13 keeps
+/// `i += blockDim.x` (an `unsigned` add), `int64_t` counters and bodies with cuda_bf16.h's
+/// conversions rolled, one load in flight, and there this form costs registers (64-bit
+/// indices) and instructions for nothing: issue 30's eleventh port, 0.77x and 0.91x nvcc
+/// (bench/results/s23-gaps2/strided-unroll.md). Its four-at-a-time step runs only for threads
+/// with at least four elements.
 #[inline(always)]
 pub fn strided_x4<T>(items: &[T], start: usize, stride: usize, mut f: impl FnMut(&T)) {
     let len = items.len();

@@ -368,8 +368,9 @@ impl<'a, T: Pod> LaneRow<'a, T> {
 
     /// `f` on the thread's elements in order (columns `lane, lane + stride, ...` below `cols`),
     /// four per step of the main loop while the fourth is in the row, then one by one: the
-    /// shape nvcc gives a `for (i = tid; i < n; i += blockDim.x)` loop (unrolled by 4 with a
-    /// run-time stride), without its trip-count division (session 18, an opt-in experiment for
+    /// shape nvcc gives a `for (int i = tid; i < n; i += block_size)` loop over an `int` stride
+    /// (unrolled by 4 with a run-time stride; nvcc keeps `i += blockDim.x` itself rolled: read
+    /// the twin's SASS first, docs/performance.md), without its trip-count division (session 18, an opt-in experiment for
     /// issue 30's gap 2: [`iter_mut`](Self::iter_mut) and [`zip_input`](Self::zip_input) keep
     /// one load in flight where the body is small; a large body unrolled 4 times costs code
     /// and registers, which is why this is not the default: bench/results/s18-part).
