@@ -429,6 +429,12 @@ pub trait FastMath: Copy {
         crate::arch::Target: crate::arch::Sm75;
     /// `self / d` (`div.approx.ftz.f32`; CUDA `__fdividef`): ~2 ulp for `|d|` in
     /// [2^-126, 2^126]; 0 when `|d|` is beyond 2^126.
+    ///
+    /// nvcc's bits alone, not after an add: ptxas lowers it to `MUFU.RCP` + `FMUL.FTZ`, and
+    /// under nvcc's `--use_fast_math` (every operation `.ftz`) fuses that multiply with a
+    /// following add, `x / c - y` becoming `fma(x, rcp(c), -y)`; our `+`/`-` are not `.ftz`, so
+    /// `x.fast_div(c) - y` stays a rounded quotient then a subtraction. For nvcc's bits there,
+    /// write `x.mul_add(c.fast_recip(), -y)` (docs/performance.md, porting table).
     fn fast_div(self, d: Self) -> Self;
 }
 
