@@ -392,8 +392,8 @@ mod tests {
 /// 0 calls nothing.
 ///
 /// Read the twin's SASS before using it (`scripts/sass.py`): nvcc 13 keeps
-/// `i += blockDim.x` (an `unsigned` add), `int64_t` counters and bodies with cuda_bf16.h's
-/// conversions rolled, one load in flight, and there this form costs registers (64-bit
+/// `i += blockDim.x` (an `unsigned` add), `int64_t` counters and bodies with inline `asm`
+/// (`__ldg`, `__ldcs`, cuda_bf16.h's conversions) rolled, one load in flight, and there this form costs registers (64-bit
 /// indices) and instructions for nothing: issue 30's eleventh port, 0.77x and 0.91x nvcc
 /// (bench/results/s23-gaps2/strided-unroll.md). Its four-at-a-time step runs only for threads
 /// with at least four elements.

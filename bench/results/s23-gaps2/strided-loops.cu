@@ -1,6 +1,7 @@
 // Probe loops for nvcc 13.0's run-time-stride unrolling (session 23, gaps2; written here).
 // scripts: bench/results/s23-gaps2/strided-unroll.sh; results: strided-unroll.md.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 extern "C" __global__ void a_max(float* out, const float* inp, int N, int C) {
   const float* x = inp + blockIdx.x * C; float m = -1e30f;
   for (int i = threadIdx.x; i < C; i += blockDim.x) m = fmaxf(m, x[i]);
@@ -119,4 +120,32 @@ extern "C" __global__ void n_blockdim_pragma(float* out, const float* x, int BT)
   float s = 0;
   #pragma unroll 4
   for (int i = threadIdx.x; i < BT; i += blockDim.x) s += x[i];
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void p_half_bs(float* out, const __half* x, int n) {
+  float s = 0; int bs = blockDim.x;
+  for (int i = threadIdx.x; i < n; i += bs) s += __half2float(x[i]);
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void p_ldcs_bs(float* out, const float* x, int n) {
+  float s = 0; int bs = blockDim.x;
+  for (int i = threadIdx.x; i < n; i += bs) s += __ldcs(x + i);
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void p_ldg_bs(float* out, const float* x, int n) {
+  float s = 0; int bs = blockDim.x;
+  for (int i = threadIdx.x; i < n; i += bs) s += __ldg(x + i);
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void q_counted_ldcs(float4* out, const float4* x, int B, int stride) {
+  float4 s = {0,0,0,0};
+  for (int b = 0; b < B; b++) { float4 p = __ldcs(x + b * stride + threadIdx.x); s.x += p.x; s.y += p.y; s.z += p.z; s.w += p.w; }
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void q_counted_plain(float* out, const float* x, int B, int stride) {
+  float s = 0;
+  for (int b = 0; b < B; b++) s += x[b * stride + threadIdx.x];
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void q_counted_bf16(float* out, const __nv_bfloat16* x, int B, int stride) {
+  float s = 0;
+  for (int b = 0; b < B; b++) s += __bfloat162float(x[b * stride + threadIdx.x]);
+  out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
+extern "C" __global__ void q_blockdim_ldcs_sized(float* out, const float* x, int n) {
+  float s = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += __ldcs(x + i);
   out[blockIdx.x*blockDim.x+threadIdx.x] = s; }
