@@ -10,7 +10,7 @@ nvidia-smi -L > "$out/gpu.txt" 2>&1
 for bin in "$here"/bin/*; do
   name=$(basename "$bin")
   chmod +x "$bin"
-  timeout 10 "$bin" > "$out/$name.txt" 2>&1
+  timeout "$([ "$name" = g23s_3 ] && echo 17 || echo 6)" "$bin" > "$out/$name.txt" 2>&1
   echo "rc=$?" >> "$out/$name.txt"
   cat "$out/$name.txt"
 done
