@@ -79,10 +79,15 @@ fn out_of_order_renames_a_destroyed_context() -> ferrocuda_host::Result<()> {
     let g1 = y.push_current()?;
     let g2 = w.push_current()?;
     x.bind_to_thread()?; // [B, Y, X]: g2's entry replaced
-    std::thread::spawn(move || drop(x)).join().expect("drop thread"); // X destroyed elsewhere
-    // A context made now may take the destroyed one's address (then it is the one re-pushed).
-    let q = Context::create(0, SchedulePolicy::Auto)?;
-    let reused = q.raw() as usize == x_raw;
+    // X destroyed on another thread (it stays on this thread's stack, as the driver keeps it);
+    // a context made there right after may take its address (then it is the one re-pushed).
+    let q = std::thread::spawn(move || {
+        drop(x);
+        Context::create(0, SchedulePolicy::Auto).ok()
+    })
+    .join()
+    .expect("drop thread");
+    let reused = q.as_ref().is_some_and(|q| q.raw() as usize == x_raw);
     drop(g1); // out of order: pops "g2's" entry (X, destroyed) and pushes it back by name
     let names = [("B", b.raw() as usize), ("Y", y.raw() as usize), ("W (g2's)", w.raw() as usize), ("X (destroyed)", x_raw), ("none", 0)];
     let got = current();
