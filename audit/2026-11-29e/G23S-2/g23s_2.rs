@@ -44,7 +44,12 @@ fn primary_inside_a_guard() -> ferrocuda_host::Result<()> {
     let p_raw = p.raw() as usize;
     drop(p); // released; if the release pops P, g's drop below pops B
     drop(g);
-    verdict("a: primary inside a guard, dropped", b.raw() as usize, current(), &[("B (the caller's)", b.raw() as usize), ("Y", y.raw() as usize), ("P (released)", p_raw), ("none", 0)]);
+    verdict(
+        "a: primary inside a guard, dropped",
+        b.raw() as usize,
+        current(),
+        &[("B (the caller's)", b.raw() as usize), ("Y", y.raw() as usize), ("P (released)", p_raw), ("none", 0)],
+    );
     drop(gb);
     Ok(())
 }
@@ -61,7 +66,12 @@ fn created_bound_inside_a_guard_then_dropped() -> ferrocuda_host::Result<()> {
     x.bind_to_thread()?; // [B, X]: g's entry replaced
     drop(x); // destroyed, popped: [B]
     drop(g); // pops B
-    verdict("b: created context bound inside a guard, dropped", b.raw() as usize, current(), &[("B (the caller's)", b.raw() as usize), ("Y", y.raw() as usize), ("X (destroyed)", x_raw), ("none", 0)]);
+    verdict(
+        "b: created context bound inside a guard, dropped",
+        b.raw() as usize,
+        current(),
+        &[("B (the caller's)", b.raw() as usize), ("Y", y.raw() as usize), ("X (destroyed)", x_raw), ("none", 0)],
+    );
     drop(gb);
     Ok(())
 }

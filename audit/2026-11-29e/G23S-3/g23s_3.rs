@@ -100,9 +100,13 @@ fn run(variant: &str) {
     let buffers_and_stream = t.elapsed();
     drop(context); // the last handle: the teardown runs here
     let teardown_done = queued.elapsed();
-    println!("G23S-3 {variant}: the stream dropped in {buffers_and_stream:?}; the context's teardown returned {teardown_done:?} after the 2 s kernel was queued");
+    println!(
+        "G23S-3 {variant}: the stream dropped in {buffers_and_stream:?}; the context's teardown returned {teardown_done:?} after the 2 s kernel was queued"
+    );
     if teardown_done < SPIN - Duration::from_millis(300) {
-        println!("G23S-3 {variant}: teardown during another thread's capture: UNSOUND: the teardown went on (unloaded the module, freed the panic record, destroyed the context) while a kernel of the context was still running (the spin needed {SPIN:?})");
+        println!(
+            "G23S-3 {variant}: teardown during another thread's capture: UNSOUND: the teardown went on (unloaded the module, freed the panic record, destroyed the context) while a kernel of the context was still running (the spin needed {SPIN:?})"
+        );
     } else {
         println!("G23S-3 {variant}: teardown during another thread's capture: held (the teardown waited for the kernels)");
     }
