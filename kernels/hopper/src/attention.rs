@@ -164,7 +164,8 @@ pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
 #[cfg(not(target_arch = "nvptx64"))]
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{
-    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+    attention_body, attention_body_d256, attention_body_d256_with, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body_persistent_with, attention_body_with,
 };
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
@@ -617,6 +618,26 @@ mod body {
         l: [f32; 2],
     }
 
+    /// The chained persistent kernels' hand-off from one work item's tail to the next item
+    /// (`consume_tile` with `CHAIN`): the tail reads work-item slot `n` (`read`, the item in
+    /// `item`) and, when it is one of the `items`, issues its first scores (`issued`).
+    #[derive(Clone, Copy)]
+    struct Chain {
+        n: u32,
+        items: u32,
+        item: u32,
+        read: bool,
+        issued: bool,
+    }
+
+    impl Chain {
+        /// No hand-off (the kernels without `CHAIN`).
+        #[inline(always)]
+        fn none() -> Chain {
+            Chain { n: 0, items: 0, item: 0, read: false, issued: false }
+        }
+    }
+
     /// Keeps the compiler from moving register writes of `p` past a `wgmma::fence` (the same
     /// empty `asm` as the accumulator fences): `p` is read by an asynchronous `wgmma`.
     #[inline(always)]
@@ -719,12 +740,30 @@ mod body {
     /// after the last, so that the turns stay strictly alternating across tiles. `RELEASE_Q`
     /// (the persistent kernels): one arrival per warp on Q buffer `q_slot`'s `q_empty` as soon
     /// as the last score group has been waited for. Returns O's accumulators and the rows' maxima and sums.
+    /// `s`: the scores' registers. `CHAIN` (the chained persistent kernels, with `RELEASE_Q`):
+    /// when `chain.issued`, this tile's first scores are already in flight into `s` (issued by
+    /// the previous call's tail, the only group in flight); the tail reads work-item slot
+    /// `chain.n` into `chain.item` (`chain.read`) and, for an item below `chain.items`, waits
+    /// for its Q buffer (`chain.n % qbufs`) and issues its first scores (key round `round +
+    /// tiles`) into `s` behind the last `P·V`, leaving them in flight (`chain.issued`), so the
+    /// next call (for that item, `round + tiles`) starts by waiting for them.
     ///
     /// # Safety
     /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
-    /// buffer holds the query tile; the producer fills rounds `round..round + tiles`.
+    /// buffer holds the query tile; the producer fills rounds `round..round + tiles` (with
+    /// `CHAIN`, the persistent producer's order: the items one after the other); with
+    /// `chain.issued` the previous call's tail issued this tile's first scores into `s`.
     #[inline(always)]
-    unsafe fn consume_tile<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const RELEASE_Q: bool, const POLY: u32>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn consume_tile<
+        const D: u32,
+        const CAUSAL: bool,
+        const PINGPONG: bool,
+        const STAGES: u32,
+        const RELEASE_Q: bool,
+        const POLY: u32,
+        const CHAIN: bool,
+    >(
         layout: Layout<STAGES>,
         rows: Rows,
         q: u32,
@@ -732,6 +771,8 @@ mod body {
         tiles: u32,
         round: u32,
         q_slot: u32,
+        s: &mut [f32; 64],
+        chain: &mut Chain,
     ) -> Running {
         let lane = rows.lane;
         // The softmax's split reductions where they measured faster (see `softmax`): the
@@ -740,8 +781,14 @@ mod body {
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
-        // SAFETY: as above.
-        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+        // `CHAIN`: this tile's first scores were issued into `s` by the previous tile's tail.
+        let issued = CHAIN && chain.issued;
+        chain.issued = false;
+        if !CHAIN {
+            // Dead on entry (the first score `wgmma` only writes it): not live across a
+            // persistent kernel's items. SAFETY: all-zero bits are 0.0.
+            *s = unsafe { core::mem::zeroed() };
+        }
         if tiles == 0 {
             return state;
         }
@@ -752,19 +799,23 @@ mod body {
         // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
         // has been waited for.
         let (mine, other) = turns(consumer);
-        // Step 0: the scores of the last key tile (the only one that may need the mask).
-        layout.keys().consume(round);
-        if PINGPONG {
-            mine.sync();
-        }
-        // (No fence of `s` here: the first score `wgmma` only writes it.)
-        // SAFETY: see above.
-        unsafe {
-            wgmma::fence();
-            issue_scores::<D, false>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
-        }
-        if PINGPONG {
-            other.arrive();
+        // Step 0: the scores of the last key tile (the only one that may need the mask);
+        // already in flight when the previous tile's tail issued them (`CHAIN`, in the same
+        // turn as its last P·V).
+        if !issued {
+            layout.keys().consume(round);
+            if PINGPONG {
+                mine.sync();
+            }
+            // (No fence of `s` here: the first score `wgmma` only writes it.)
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D, false>(s, q, layout.k(Ring::<STAGES>::slot(round)));
+            }
+            if PINGPONG {
+                other.arrive();
+            }
         }
         // SAFETY: see above.
         unsafe { wgmma::wait::<0>() };
@@ -773,7 +824,7 @@ mod body {
         }
         // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
         // accumulator operand, scaled by 0), so they are converted before it.
-        (_, s) = finish_scores::<CAUSAL, STAGES, true, POLY>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
+        (_, *s) = finish_scores::<CAUSAL, STAGES, true, POLY>(s, &mut state, rows, layout, tiles - 1, round, split);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
         // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
@@ -793,7 +844,7 @@ mod body {
             if i >= 2 && lane == 0 {
                 layout.values().release(round + i - 2);
             }
-            p = a_fragments_bf16_64(&s);
+            p = a_fragments_bf16_64(s);
             // Pinned here, before the scores' `wgmma` (LLVM sank the conversion below it,
             // which kept the f32 probabilities and the new scores live together: spills).
             fence_fragments(&mut p);
@@ -806,7 +857,7 @@ mod body {
             // while P·V still runs.
             unsafe {
                 wgmma::fence();
-                issue_scores::<D, true>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
+                issue_scores::<D, true>(s, q, layout.k(Ring::<STAGES>::slot(round + i)));
             }
             // O is not in flight here (the previous P·V was waited for); this overlaps S.
             rescale_rows(&mut state.acc, factor);
@@ -834,9 +885,9 @@ mod body {
             // fragments only after the next wait: registers that a later `wgmma` reads must
             // not be written while a group is in flight, or ptxas serialises every `wgmma` of
             // the kernel (C7513).
-            let (f, x) = finish_scores::<CAUSAL, STAGES, false, POLY>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false, POLY>(s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
             factor = f;
-            s = x;
+            *s = x;
         }
         // The tail: the last P·V.
         // SAFETY: see above.
@@ -846,7 +897,7 @@ mod body {
         if tiles >= 2 && lane == 0 {
             layout.values().release(round + tiles - 2);
         }
-        p = a_fragments_bf16_64(&s);
+        p = a_fragments_bf16_64(s);
         if PINGPONG {
             mine.sync();
         }
@@ -859,11 +910,40 @@ mod body {
             wgmma::fence();
             issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + tiles - 1)));
         }
+        // `CHAIN`: the next work item's first scores go out behind this P·V (in the same
+        // turn), so that they run on the tensor cores while this tile's epilogue stores O.
+        // The item's slot and Q's buffer are waited for here, as the loop would at its top.
+        if CHAIN {
+            let n = chain.n;
+            layout.item_full(n).wait((n / layout.item_slots()) & 1);
+            // SAFETY: the slot's address, inside the requested shared memory; written by the
+            // producer before its arrival, which the wait above observed.
+            chain.item = unsafe { u32::load_shared(layout.item(n)) };
+            chain.read = true;
+            if chain.item < chain.items {
+                let q_slot = n % layout.qbufs;
+                layout.q_full_at(q_slot).wait((n / layout.qbufs) & 1);
+                layout.keys().consume(round + tiles);
+                // SAFETY: see above; the next item's Q is in its buffer (waited for) and its
+                // first key tile is round `round + tiles` (the producer's order).
+                unsafe {
+                    wgmma::fence();
+                    issue_scores::<D, false>(s, layout.q_at(q_slot) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(round + tiles)));
+                }
+                chain.issued = true;
+            }
+        }
         if PINGPONG {
             other.arrive();
         }
-        // SAFETY: see above.
-        unsafe { wgmma::wait::<0>() };
+        // SAFETY: see above (with the next scores in flight, P·V is the older group).
+        unsafe {
+            if CHAIN && chain.issued {
+                wgmma::wait::<1>();
+            } else {
+                wgmma::wait::<0>();
+            }
+        }
         fence_accumulators_64(&mut state.acc);
         if lane == 0 {
             layout.values().release(round + tiles - 1);
@@ -1021,8 +1101,11 @@ mod body {
             if PINGPONG && consumer == 1 {
                 other.arrive();
             }
+            // SAFETY: all-zero bits are 0.0 (the first score `wgmma` only writes it).
+            let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for).
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY>(layout, rows, q, consumer, tiles, 0, 0) };
+            let state =
+                unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY, false>(layout, rows, q, consumer, tiles, 0, 0, &mut s, &mut Chain::none()) };
             if PINGPONG && consumer == 0 {
                 mine.sync();
             }
@@ -1088,7 +1171,33 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
+    /// [`attention_body_persistent`] (`QB` 1) or [`attention_body_persistent_q2`] (`QB` 2)
+    /// with the work items chained (the `_chain` kernels, issue 31 session 23): each consumer
+    /// issues the next item's first scores in its last turn of this item, right behind the last
+    /// `P·V`, and stores this item's O while they run; so the tensor cores do not wait, between
+    /// two items, for an epilogue and then a first score group with nothing behind it.
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`], with [`shared_bytes`]`(D, STAGES)` (`QB` 1) or
+    /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent_chain<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const QB: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, QB, true>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// [`attention_body_persistent`] with `POLY` of the 16 column pairs of each score row
@@ -1110,7 +1219,7 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// The persistent body with `QB` (1 or 2) Q buffers: [`attention_body_persistent_with`]
@@ -1121,7 +1230,7 @@ mod body {
     /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32>(
+    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32, const CHAIN: bool>(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -1207,11 +1316,20 @@ mod body {
             other.arrive();
         }
         let (mut n, mut round) = (0u32, 0u32);
+        // `CHAIN`: the previous item's tail read this item's slot (and, for an item, waited for
+        // its Q and issued its first scores into `s`).
+        let mut chain = Chain { n: 0, items, item: 0, read: false, issued: false };
+        // SAFETY: all-zero bits are 0.0 (the first score `wgmma` only writes it).
+        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
         loop {
-            layout.item_full(n).wait((n / layout.item_slots()) & 1);
-            // SAFETY: the slot's address, inside the requested shared memory; written by the
-            // producer before its arrival, which the wait above observed.
-            let item = unsafe { u32::load_shared(layout.item(n)) };
+            let item = if CHAIN && chain.read {
+                chain.item
+            } else {
+                layout.item_full(n).wait((n / layout.item_slots()) & 1);
+                // SAFETY: the slot's address, inside the requested shared memory; written by
+                // the producer before its arrival, which the wait above observed.
+                unsafe { u32::load_shared(layout.item(n)) }
+            };
             if item >= items {
                 break;
             }
@@ -1220,11 +1338,17 @@ mod body {
             let tiles = kv_tiles(CAUSAL, q0, seq_len);
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
             let q_slot = n % QB;
-            layout.q_full_at(q_slot).wait((n / QB) & 1);
+            if !(CHAIN && chain.issued) {
+                layout.q_full_at(q_slot).wait((n / QB) & 1);
+            }
             let q = layout.q_at(q_slot) + consumer * 64 * 128;
+            chain.n = n + 1;
+            chain.read = false;
             // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
-            // in its buffer (waited for); the producer fills these rounds.
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY>(layout, rows, q, consumer, tiles, round, q_slot) };
+            // in its buffer (waited for, here or by the previous item's tail); the producer
+            // fills these rounds.
+            let state =
+                unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY, CHAIN>(layout, rows, q, consumer, tiles, round, q_slot, &mut s, &mut chain) };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
             unsafe { store_rows::<D>(state, rows, o, lse, head) };
             round += tiles;
@@ -1290,7 +1414,7 @@ mod body {
     /// The forward instance named `name`, if there is one (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
     pub fn forward_kernel(name: &str) -> Option<&'static ForwardKernel> {
-        [PLAIN, PERSISTENT, PERSISTENT_Q2, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
+        [PLAIN, PERSISTENT, PERSISTENT_Q2, PERSISTENT_CHAIN, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
     }
 
     /// The table of a group of forward instances: `$table` names it; `plain` or `persistent`
@@ -1497,6 +1621,44 @@ mod body {
         };
     }
 
+    macro_rules! persistent_chain_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal, $qb:literal;)*) => {$(
+            /// Attention forward, persistent with the work items chained (see
+            /// [`attention_body_persistent_chain`]), head dimension and variant in the name. As
+            /// the `_persistent` kernels (`_q2`: two Q buffers, `shared_bytes_q2(D, STAGES)` of
+            /// dynamic shared memory).
+            ///
+            /// # Safety
+            /// As for the one-tile-per-block kernels (the maps).
+            #[kernel(launch_bounds(384, 1))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn $name(
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32, heads: u32, next: AtomicSlice<u32>,
+            ) {
+                let shared = if $qb == 2 { shared_bytes_q2($d, $stages) } else { shared_bytes($d, $stages) };
+                if next.is_empty() || !launch_ok::<$d>(true, shared, heads, seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: as for the `_persistent` kernels.
+                unsafe { attention_body_persistent_chain::<$d, $causal, $pingpong, $stages, $qb>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr()) }
+            }
+        )*
+            forward_table!(PERSISTENT_CHAIN, persistent: $($name)*);
+        };
+    }
+
+    // Session 23 (issue 31): trials for short sequences, each consumer issuing the next work
+    // item's first scores behind this item's last P·V (`attention_body_persistent_chain`).
+    persistent_chain_kernels! {
+        attention_d128_pingpong_persistent_chain: 128, false, true, 2, 1;
+        attention_d128_pingpong_persistent_chain_q2: 128, false, true, 2, 2;
+        attention_d128_persistent_chain_q2: 128, false, false, 2, 2;
+        attention_d128_causal_persistent_chain: 128, true, false, 2, 1;
+        attention_d128_causal_persistent_chain_q2: 128, true, false, 2, 2;
+    }
+
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.
     persistent_q2_kernels! {
         attention_d64_persistent_q2: 64, false, false, 2;
@@ -1524,7 +1686,7 @@ mod body {
         attention_d64_causal_pingpong_persistent_poly6: 64, true, true, 2, poly 6;
     }
 
-    pub use d256::attention_body_d256;
+    pub use d256::{attention_body_d256, attention_body_d256_with};
 
     /// The D 256 forward (issue 31, session 22): the one-tile-per-block grid of the other
     /// kernels (a 128-row query tile a block, one producer and two consumer warpgroups of 64
@@ -1751,9 +1913,24 @@ mod body {
         ///
         /// # Safety
         /// As for [`consume`].
+        ///
+        /// `PINGPONG` (the `_pingpong` instances, session 23): the two consumers take turns
+        /// issuing their products ([`turns`]`(consumer)`, as the D 64/128 `_pingpong` kernels),
+        /// one turn per round and one for the last `P·V` (rounds skipped with the causal mask
+        /// take an empty turn, so both consumers pass `tiles + 1` turns); the caller arrives
+        /// once on the other's barrier (consumer 1) before and syncs once on its own
+        /// (consumer 0) after.
         #[inline(always)]
-        unsafe fn consume_overlap<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume_overlap<const CAUSAL: bool, const PINGPONG: bool>(
+            layout: Layout256,
+            rows: Rows,
+            q: u32,
+            last_row: u32,
+            tiles: u32,
+            consumer: u32,
+        ) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
+            let (mine_turn, other_turn) = turns(consumer);
             // SAFETY: all-zero bits are 0.0 (not a repeat expression: docs/performance.md).
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
             // SAFETY: as above.
@@ -1769,8 +1946,16 @@ mod body {
                     layout.keys().release(i);
                     layout.values().release(i);
                 }
+                if PINGPONG {
+                    mine_turn.sync();
+                    other_turn.arrive();
+                }
             }
             if mine == 0 {
+                if PINGPONG {
+                    mine_turn.sync();
+                    other_turn.arrive();
+                }
                 return (acc, m, l);
             }
             // Every `unsafe` block below issues or waits for `wgmma`s, as in `consume`; the
@@ -1778,12 +1963,19 @@ mod body {
             // not written until it has been waited for (ptxas serialises every `wgmma` of the
             // kernel otherwise: C7513), so the softmax works on a copy of `s`.
             layout.keys().consume(first);
+            if PINGPONG {
+                mine_turn.sync();
+            }
             // SAFETY: see above (the first score `wgmma` only writes `s`).
             unsafe {
                 wgmma::fence();
                 issue_scores(&mut s, q, layout.k(Ring::<STAGES_D256>::slot(first)));
-                wgmma::wait::<0>();
             }
+            if PINGPONG {
+                other_turn.arrive();
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
             fence_accumulators_32(&mut s);
             if lane == 0 {
                 layout.keys().release(first);
@@ -1811,6 +2003,9 @@ mod body {
                 p = a_fragments_bf16_32(&s);
                 fence_fragments64(&mut p);
                 layout.keys().consume(i);
+                if PINGPONG {
+                    mine_turn.sync();
+                }
                 // SAFETY: see above (the first score `wgmma` only writes `s`).
                 unsafe {
                     wgmma::fence();
@@ -1825,9 +2020,12 @@ mod body {
                 unsafe {
                     wgmma::fence();
                     issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(i - 1)));
-                    // The scores are done; P·V may still run.
-                    wgmma::wait::<1>();
                 }
+                if PINGPONG {
+                    other_turn.arrive();
+                }
+                // SAFETY: see above. The scores are done; P·V may still run.
+                unsafe { wgmma::wait::<1>() };
                 fence_accumulators_32(&mut s);
                 if lane == 0 {
                     layout.keys().release(i);
@@ -1849,12 +2047,19 @@ mod body {
             layout.values().consume(tiles - 1);
             fence_accumulators_128(&mut acc);
             fence_fragments64(&mut p);
+            if PINGPONG {
+                mine_turn.sync();
+            }
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
                 issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(tiles - 1)));
-                wgmma::wait::<0>();
             }
+            if PINGPONG {
+                other_turn.arrive();
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
             fence_accumulators_128(&mut acc);
             if lane == 0 {
                 layout.values().release(tiles - 1);
@@ -1921,6 +2126,25 @@ mod body {
             seq_len: u32,
             scale_log2: f32,
         ) {
+            // SAFETY: the caller's contract.
+            unsafe { attention_body_d256_with::<CAUSAL, OVERLAP, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
+        }
+
+        /// [`attention_body_d256`], with `PINGPONG` (overlapped only) the two consumers taking
+        /// turns (the `_pingpong` instances, session 23: see `consume_overlap`).
+        ///
+        /// # Safety
+        /// As for [`attention_body_d256`].
+        #[inline(always)]
+        pub unsafe fn attention_body_d256_with<const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool>(
+            q_map: *const TensorMap,
+            k_map: *const TensorMap,
+            v_map: *const TensorMap,
+            o: *mut u32,
+            lse: *mut f32,
+            seq_len: u32,
+            scale_log2: f32,
+        ) {
             let tid = thread_idx_x();
             let layout = Layout256 { base: (dynamic_shared_address() + 1023) & !1023 };
             if tid == 0 {
@@ -1976,21 +2200,31 @@ mod body {
             let lane = tid % 32;
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
             layout.q_full().wait(0);
+            const { assert!(OVERLAP || !PINGPONG, "PINGPONG: the overlapped schedule only") };
+            // Consumer 0 goes first (consumer 1's arrival); each passes its barrier tiles + 1
+            // times, consumer 0 once more at the end (taking consumer 1's last arrival).
+            let (mine_turn, other_turn) = turns(consumer);
+            if PINGPONG && consumer == 1 {
+                other_turn.arrive();
+            }
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for);
             // the producer fills rounds 0..tiles.
             let (acc, m, l) = unsafe {
                 if OVERLAP {
-                    consume_overlap::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                    consume_overlap::<CAUSAL, PINGPONG>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles, consumer)
                 } else {
                     consume::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
                 }
             };
+            if PINGPONG && consumer == 0 {
+                mine_turn.sync();
+            }
             // SAFETY: O and LSE hold every head's rows (the kernel's contract).
             unsafe { store_rows(&acc, m, l, rows, o, lse, head) };
         }
 
         macro_rules! d256_kernels {
-            ($($name:ident: $causal:literal, $overlap:literal;)*) => {$(
+            ($($name:ident: $causal:literal, $overlap:literal $(, $pingpong:literal)?;)*) => {$(
                 /// Attention forward at head dimension 256 (see the module docs and
                 /// `attention_body_d256`), causal or not, overlapped or `_serial`, as the name
                 /// says. Launch: 384 threads,
@@ -2021,7 +2255,7 @@ mod body {
                     // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
                     // lengths and O's alignment: checked above (`launch_ok`, which also says why
                     // no two threads write one element of O or LSE, and nothing reads them).
-                    unsafe { attention_body_d256::<$causal, $overlap>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
+                    unsafe { attention_body_d256_with::<$causal, $overlap, { false $(|| $pingpong)? }>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
                 }
             )*
                 forward_table!(D256_TABLE, plain: $($name)*);
@@ -2037,6 +2271,10 @@ mod body {
             attention_d256_causal: true, true;
             attention_d256_serial: false, false;
             attention_d256_causal_serial: true, false;
+            // Session 23's trials: the two consumers taking turns (one's softmax beside the
+            // other's products).
+            attention_d256_pingpong: false, true, true;
+            attention_d256_causal_pingpong: true, true, true;
         }
     }
 }
