@@ -620,21 +620,20 @@ mod body {
 
     /// The chained persistent kernels' hand-off from one work item's tail to the next item
     /// (`consume_tile` with `CHAIN`): the tail reads work-item slot `n` (`read`, the item in
-    /// `item`) and, when it is one of the `items`, issues its first scores (`issued`).
+    /// `item`) and issues its first scores when it is one of the `items`.
     #[derive(Clone, Copy)]
     struct Chain {
         n: u32,
         items: u32,
         item: u32,
         read: bool,
-        issued: bool,
     }
 
     impl Chain {
         /// No hand-off (the kernels without `CHAIN`).
         #[inline(always)]
         fn none() -> Chain {
-            Chain { n: 0, items: 0, item: 0, read: false, issued: false }
+            Chain { n: 0, items: 0, item: 0, read: false }
         }
     }
 
@@ -741,18 +740,19 @@ mod body {
     /// (the persistent kernels): one arrival per warp on Q buffer `q_slot`'s `q_empty` as soon
     /// as the last score group has been waited for. Returns O's accumulators and the rows' maxima and sums.
     /// `s`: the scores' registers. `CHAIN` (the chained persistent kernels, with `RELEASE_Q`):
-    /// when `chain.issued`, this tile's first scores are already in flight into `s` (issued by
-    /// the previous call's tail, the only group in flight); the tail reads work-item slot
-    /// `chain.n` into `chain.item` (`chain.read`) and, for an item below `chain.items`, waits
-    /// for its Q buffer (`chain.n % qbufs`) and issues its first scores (key round `round +
-    /// tiles`) into `s` behind the last `P·V`, leaving them in flight (`chain.issued`), so the
-    /// next call (for that item, `round + tiles`) starts by waiting for them.
+    /// `s` holds this tile's first scores (key round `round`, issued in the caller's turn and
+    /// waited for); the tail reads work-item slot `chain.n` into `chain.item` (`chain.read`)
+    /// and issues the next scores into `s` behind the last `P·V`: for an item below
+    /// `chain.items`, its first (its Q buffer `chain.n % qbufs` and key round `round + tiles`
+    /// waited for), otherwise a group the caller drops; it returns with that group in flight,
+    /// for the caller to wait for after storing O.
     ///
     /// # Safety
     /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
     /// buffer holds the query tile; the producer fills rounds `round..round + tiles` (with
-    /// `CHAIN`, the persistent producer's order: the items one after the other); with
-    /// `chain.issued` the previous call's tail issued this tile's first scores into `s`.
+    /// `CHAIN`, the persistent producer's order: the items one after the other, rounds
+    /// counting on); with `CHAIN`, `tiles >= 1`, `s` holds this tile's first scores and no
+    /// group is in flight.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
     unsafe fn consume_tile<
@@ -781,15 +781,14 @@ mod body {
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
-        // `CHAIN`: this tile's first scores were issued into `s` by the previous tile's tail.
-        let issued = CHAIN && chain.issued;
-        chain.issued = false;
         if !CHAIN {
             // Dead on entry (the first score `wgmma` only writes it): not live across a
             // persistent kernel's items. SAFETY: all-zero bits are 0.0.
             *s = unsafe { core::mem::zeroed() };
         }
-        if tiles == 0 {
+        // (`CHAIN`: never 0, the caller's contract. Its early return would join the tail's
+        // path with a group in flight, which ptxas answers by serialising every `wgmma`, C7515.)
+        if !CHAIN && tiles == 0 {
             return state;
         }
         // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
@@ -800,9 +799,9 @@ mod body {
         // has been waited for.
         let (mine, other) = turns(consumer);
         // Step 0: the scores of the last key tile (the only one that may need the mask);
-        // already in flight when the previous tile's tail issued them (`CHAIN`, in the same
-        // turn as its last P·V).
-        if !issued {
+        // with `CHAIN` already in `s`, issued by the caller or the previous tile's tail (in the
+        // same turn as its last P·V) and waited for by the caller.
+        if !CHAIN {
             layout.keys().consume(round);
             if PINGPONG {
                 mine.sync();
@@ -816,9 +815,9 @@ mod body {
             if PINGPONG {
                 other.arrive();
             }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
         }
-        // SAFETY: see above.
-        unsafe { wgmma::wait::<0>() };
         if RELEASE_Q && tiles == 1 && lane == 0 {
             layout.q_empty_at(q_slot).arrive();
         }
@@ -911,8 +910,13 @@ mod body {
             issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + tiles - 1)));
         }
         // `CHAIN`: the next work item's first scores go out behind this P·V (in the same
-        // turn), so that they run on the tensor cores while this tile's epilogue stores O.
+        // turn), so that they run on the tensor cores while the caller stores this tile's O.
         // The item's slot and Q's buffer are waited for here, as the loop would at its top.
+        // Without a next item the same group reads this tile's Q and last key tile, whose
+        // slot nothing refills any more (the producer has stopped), and the caller drops the
+        // result: the issue and the waits stay out of any branch (ptxas serialises every
+        // `wgmma` of the kernel when one is issued or waited for on a divergent path, C7518,
+        // or when a register of a group in flight is copied, C7515).
         if CHAIN {
             let n = chain.n;
             layout.item_full(n).wait((n / layout.item_slots()) & 1);
@@ -920,25 +924,29 @@ mod body {
             // producer before its arrival, which the wait above observed.
             chain.item = unsafe { u32::load_shared(layout.item(n)) };
             chain.read = true;
-            if chain.item < chain.items {
+            let next = chain.item < chain.items;
+            let (next_q, next_k) = if next {
                 let q_slot = n % layout.qbufs;
                 layout.q_full_at(q_slot).wait((n / layout.qbufs) & 1);
                 layout.keys().consume(round + tiles);
-                // SAFETY: see above; the next item's Q is in its buffer (waited for) and its
-                // first key tile is round `round + tiles` (the producer's order).
-                unsafe {
-                    wgmma::fence();
-                    issue_scores::<D, false>(s, layout.q_at(q_slot) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(round + tiles)));
-                }
-                chain.issued = true;
+                (layout.q_at(q_slot) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(round + tiles)))
+            } else {
+                (q, layout.k(Ring::<STAGES>::slot(round + tiles - 1)))
+            };
+            // SAFETY: see above; the next item's Q is in its buffer and its first key tile in
+            // round `round + tiles` (the producer's order), both waited for; or, without one,
+            // this tile's, which nothing writes any more.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D, false>(s, next_q, next_k);
             }
         }
         if PINGPONG {
             other.arrive();
         }
-        // SAFETY: see above (with the next scores in flight, P·V is the older group).
+        // SAFETY: see above (with `CHAIN` the next scores are in flight: P·V is the older group).
         unsafe {
-            if CHAIN && chain.issued {
+            if CHAIN {
                 wgmma::wait::<1>();
             } else {
                 wgmma::wait::<0>();
@@ -1316,11 +1324,38 @@ mod body {
             other.arrive();
         }
         let (mut n, mut round) = (0u32, 0u32);
-        // `CHAIN`: the previous item's tail read this item's slot (and, for an item, waited for
-        // its Q and issued its first scores into `s`).
-        let mut chain = Chain { n: 0, items, item: 0, read: false, issued: false };
+        // `CHAIN`: the previous item's tail (or, for the first, the code below) read this
+        // item's slot and, for an item, waited for its Q and first key tile and issued its
+        // first scores into `s` (waited for before the item starts: no group is in flight
+        // across the loop's back edge, where the copies of `s` would serialise the `wgmma`s).
+        let mut chain = Chain { n: 0, items, item: 0, read: false };
         // SAFETY: all-zero bits are 0.0 (the first score `wgmma` only writes it).
         let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+        if CHAIN {
+            layout.item_full(0).wait(0);
+            // SAFETY: as in the loop below.
+            chain.item = unsafe { u32::load_shared(layout.item(0)) };
+            chain.read = true;
+            if chain.item < items {
+                layout.q_full_at(0).wait(0);
+                layout.keys().consume(0);
+                if PINGPONG {
+                    mine.sync();
+                }
+                // SAFETY: the warpgroup's threads run it together; Q's buffer 0 and key round 0
+                // hold the first item's tiles (waited for); the group is waited for at once.
+                unsafe {
+                    wgmma::fence();
+                    issue_scores::<D, false>(&mut s, layout.q_at(0) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(0)));
+                }
+                if PINGPONG {
+                    other.arrive();
+                }
+                // SAFETY: as above.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut s);
+            }
+        }
         loop {
             let item = if CHAIN && chain.read {
                 chain.item
@@ -1338,7 +1373,7 @@ mod body {
             let tiles = kv_tiles(CAUSAL, q0, seq_len);
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
             let q_slot = n % QB;
-            if !(CHAIN && chain.issued) {
+            if !CHAIN {
                 layout.q_full_at(q_slot).wait((n / QB) & 1);
             }
             let q = layout.q_at(q_slot) + consumer * 64 * 128;
@@ -1346,11 +1381,18 @@ mod body {
             chain.read = false;
             // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
             // in its buffer (waited for, here or by the previous item's tail); the producer
-            // fills these rounds.
+            // fills these rounds; `tiles >= 1` (`kv_tiles` of `seq_len >= 1`, which every entry
+            // checks).
             let state =
                 unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY, CHAIN>(layout, rows, q, consumer, tiles, round, q_slot, &mut s, &mut chain) };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
             unsafe { store_rows::<D>(state, rows, o, lse, head) };
+            if CHAIN {
+                // The next item's first scores (or the dropped group), issued by the tail.
+                // SAFETY: the warpgroup's threads run it together.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut s);
+            }
             round += tiles;
             n += 1;
         }
