@@ -350,6 +350,22 @@ mod body {
         unsafe { wgmma::commit() };
     }
 
+    /// [`opaque_u64`] for a `u32` (`mov.b32`).
+    #[inline(always)]
+    fn opaque_u32(x: u32) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: u32;
+            // SAFETY: a register move; no memory, no side effects.
+            unsafe { core::arch::asm!("mov.b32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            x
+        }
+    }
+
     /// `x`, through an instruction LLVM cannot evaluate (`mov.b64` in inline PTX), so that
     /// values computed from it are not hoisted out of a loop.
     #[inline(always)]
@@ -1803,14 +1819,23 @@ mod body {
         /// in shared memory (written by TMA) until the group is waited for.
         #[inline(always)]
         unsafe fn issue_scores(s: &mut [f32; 32], q: u32, k: u32) {
-            // Q's base through an opaque move, as in the other kernels' `issue_scores`: so that
-            // Q's descriptors are not hoisted out of the key loop (they were, and spilled).
-            let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
+            // Every K-major 128-byte-swizzle descriptor has the same high word (stride and
+            // swizzle): a constant, so only the low words (start address and leading offset,
+            // stepped by adding offset / 16 to the 14-bit start field, which never carries:
+            // shared addresses stay below 2^18) are computed. Q's low words are K's plus an
+            // opaque difference: K's slot changes from one key tile to the next, so ptxas cannot
+            // hoist Q's 16 descriptors out of the key loop (session 22: it did, as 32 registers,
+            // and spilled them: 5 `STL.64` and 10 `LDL.64` a step).
+            const HIGH: u64 = Descriptor::k_major_128b(0).0 & !0xffff_ffff;
+            let kl = Descriptor::k_major_128b(k).0 as u32;
+            let delta = opaque_u32((Descriptor::k_major_128b(q).0 as u32).wrapping_sub(kl));
             unroll::<16>(|step| {
                 let step = step as u32;
-                let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) as u64 >> 4;
+                let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) >> 4;
+                let b = kl + offset;
+                let (a, b) = (HIGH | b.wrapping_add(delta) as u64, HIGH | b as u64);
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
-                unsafe { if step == 0 { m64n64k16_bf16_init(s, qd + offset, kd + offset) } else { m64n64k16_bf16(s, qd + offset, kd + offset, true) } }
+                unsafe { if step == 0 { m64n64k16_bf16_init(s, a, b) } else { m64n64k16_bf16(s, a, b, true) } }
             });
             // SAFETY: the caller's contract.
             unsafe { wgmma::commit() };
