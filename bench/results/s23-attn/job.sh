@@ -8,6 +8,7 @@
 # 2. bench_attention (this branch): D 128, S 512-4k, causal or not, forward only: the pick, its
 #    twin and the `_chain` trials (BENCH_FWD_FILTER=chain); D 256, S 1k-4k: every schedule
 #    (the pick, `_serial`, `_pingpong`).
+#    Both again after 3 (d128b, d256b: a second run in the same call).
 # 3. bench_attention_base (main's binary, when staged): D 128 the same shapes (pick and twin), so
 #    the run-to-run spread of an unchanged kernel is read in the same call; D 256 (main's
 #    `attention_d256` with its loop spills, against this branch's without).
@@ -44,6 +45,9 @@ run() { # TAG BINARY ENV...: bench_attention into $out/TAG.json / .txt
 run d128 bench_attention BENCH_D=128 BENCH_MAX_S=4096 BENCH_FWD_ALL=1 BENCH_FWD_FILTER=chain
 run d256 bench_attention BENCH_D=256 BENCH_D256=1 BENCH_MIN_S=1024 BENCH_MAX_S=4096 BENCH_D256_MAX_S=4096 BENCH_FWD_ALL=1
 run base bench_attention_base BENCH_D=128 BENCH_MAX_S=4096
+# Second runs of this branch's (a pick moves only on two runs that agree).
+run d128b bench_attention BENCH_D=128 BENCH_MAX_S=4096 BENCH_FWD_ALL=1 BENCH_FWD_FILTER=chain
+run d256b bench_attention BENCH_D=256 BENCH_D256=1 BENCH_MIN_S=1024 BENCH_MAX_S=4096 BENCH_D256_MAX_S=4096 BENCH_FWD_ALL=1
 run base256 bench_attention_base BENCH_D=256 BENCH_D256=1 BENCH_MIN_S=1024 BENCH_MAX_S=4096 BENCH_D256_MAX_S=4096
 run small512 bench_attention BENCH_ONLY=128,512,0 BENCH_TOKENS=512 BENCH_FWD_ALL=1 BENCH_FWD_FILTER=chain
 sdpa() { # TAG ENV...
@@ -72,7 +76,7 @@ d = sys.argv[1]
 def rows(name):
     p = os.path.join(d, name)
     return [json.loads(l) for l in open(p) if l.strip()] if os.path.exists(p) else []
-for ours_name, ref_name, title in (("d128.json", "sdpa.json", "D 128"), ("d256.json", "sdpa256.json", "D 256"), ("base.json", "sdpa.json", "D 128, main's binary"), ("base256.json", "sdpa256.json", "D 256, main's binary"),
+for ours_name, ref_name, title in (("d128.json", "sdpa.json", "D 128"), ("d128b.json", "sdpa.json", "D 128, run 2"), ("d256.json", "sdpa256.json", "D 256"), ("d256b.json", "sdpa256.json", "D 256, run 2"), ("base.json", "sdpa.json", "D 128, main's binary"), ("base256.json", "sdpa256.json", "D 256, main's binary"),
                                    ("small512.json", "sdpa-small512.json", "D 128 S 512, B 1 (64 query tiles)")):
     ref = {(r["impl"], r["head_dim"], r["seq"], r["causal"]): r for r in rows(ref_name)}
     print(f"== {title}: TFLOP/s (ms), / cuDNN")
