@@ -121,7 +121,7 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside, but for D 256's) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 48] = [
+const FORWARD_INSTANCES: [&str; 44] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -159,21 +159,16 @@ const FORWARD_INSTANCES: [&str; 48] = [
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",
-    // Session 23's trials: the persistent kernels with the work items chained (each consumer
+    // Session 23: the persistent ping-pong kernels with the work items chained (each consumer
     // issues the next item's first scores behind this item's last P·V).
     "attention_d128_pingpong_persistent_chain",
-    "attention_d128_pingpong_persistent_chain_q2",
-    "attention_d128_persistent_chain_q2",
-    "attention_d128_causal_persistent_chain",
-    "attention_d128_causal_persistent_chain_q2",
+    "attention_d128_pingpong_persistent_chain_s3",
+    "attention_d128_causal_pingpong_persistent_chain",
     "attention_d256",
     "attention_d256_causal",
-    // (D 256's serial schedules, offered for comparison.)
+    // (D 256's serial schedules, offered for comparison: no other D 256 schedule exists.)
     "attention_d256_serial",
     "attention_d256_causal_serial",
-    // Session 23's trials: the two consumers taking turns.
-    "attention_d256_pingpong",
-    "attention_d256_causal_pingpong",
 ];
 
 /// Every overlapped sm_90 forward instance that computes `shape` on `arch` (same head dimension

@@ -145,15 +145,10 @@ fn s14_forward_instances_are_the_shapes_schedules() {
             assert_eq!(unique.len(), names.len(), "{a:?}: {names:?}");
         }
     }
-    // D 256 (session 22): the overlapped schedule, its serial form and (session 23) its
-    // ping-pong form a mask, no twin.
+    // D 256 (session 22): the overlapped schedule and its serial form a mask, no twin.
     for causal in [false, true] {
         let a = shape(2, 2, 512, 512, 256, Layout::Bhsd, causal);
-        let want = if causal {
-            ["attention_d256_causal", "attention_d256_causal_serial", "attention_d256_causal_pingpong"]
-        } else {
-            ["attention_d256", "attention_d256_serial", "attention_d256_pingpong"]
-        };
+        let want = if causal { ["attention_d256_causal", "attention_d256_causal_serial"] } else { ["attention_d256", "attention_d256_serial"] };
         assert_eq!(hopper_forward_instances::<bf16>(&a, 90), want, "{a:?}");
         assert_eq!(hopper_kernels::<bf16>(&a, 90), None, "{a:?}");
     }

@@ -367,7 +367,7 @@ fn s21_bulk_dq_conversion_has_one_writer_whatever_the_counters_hold() {
 }
 
 /// Session 22 (issue 31: D 256): the sm_90 forward at D 256 (`attention_body_d256`, the body
-/// of `attention_d256`, `attention_d256_causal`, their `_serial` and (session 23) `_pingpong` forms: 64-key tiles, every
+/// of `attention_d256`, `attention_d256_causal` and their `_serial` forms: 64-key tiles, every
 /// map's box 64 rows) run
 /// on the CPU executor with the Hopper instructions emulated (TMA into the 128-byte swizzle,
 /// `wgmma` m64n64k16 from shared memory and m64n256k16 with A from registers and V N-major),
@@ -380,25 +380,14 @@ fn s21_bulk_dq_conversion_has_one_writer_whatever_the_counters_hold() {
 fn s22_d256_sm90_forward_matches_f64_on_the_cpu_executor() {
     use ferrocuda_device::tma::TensorMap as DeviceMap;
     use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
-    use ferrocuda_kernels_hopper::attention::{
-        BM, BOX_D256, THREADS, attention_body_d256, attention_body_d256_with, reference_row, shared_bytes_d256, within_bound,
-    };
+    use ferrocuda_kernels_hopper::attention::{BM, BOX_D256, THREADS, attention_body_d256, reference_row, shared_bytes_d256, within_bound};
     let map = |data: &[bf16], seq_len: u32, heads: u32| {
         let dims = [256, seq_len as u64, heads as u64];
         let strides = [512, 512 * seq_len as u64];
         let layout = TiledLayout { data_type: TensorDataType::Bf16, dims: &dims, strides_bytes: &strides, box_dims: &BOX_D256, swizzle: TensorSwizzle::B128 };
         Box::new(DeviceMap(TensorMap::emulated(data.as_ptr() as u64, &layout).unwrap().words()))
     };
-    // (S, heads, overlap, ping-pong turns: session 23's `_pingpong` instances.)
-    for (seq_len, heads, overlap, pingpong) in [
-        (200u32, 2u32, true, false),
-        (300, 2, true, false),
-        (40, 1, true, false),
-        (200, 2, false, false),
-        (300, 1, false, false),
-        (300, 2, true, true),
-        (40, 1, true, true),
-    ] {
+    for (seq_len, heads, overlap) in [(200u32, 2u32, true), (300, 2, true), (40, 1, true), (200, 2, false), (300, 1, false)] {
         for causal in [false, true] {
             let len = (heads * seq_len * 256) as usize;
             let seed = 10 * seq_len as u64 + causal as u64;
@@ -424,13 +413,11 @@ fn s22_d256_sm90_forward_matches_f64_on_the_cpu_executor() {
                 // 128-byte swizzle), `o` and `lse` hold heads·seq_len·256 bf16 and heads·seq_len
                 // f32; all live until `run` returns; the grid and shared memory are the kernel's.
                 unsafe {
-                    match (causal, overlap, pingpong) {
-                        (false, true, false) => attention_body_d256::<false, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                        (true, true, false) => attention_body_d256::<true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                        (false, false, _) => attention_body_d256::<false, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                        (true, false, _) => attention_body_d256::<true, false>(qm, km, vm, o, lse, seq_len, scale_log2),
-                        (false, true, true) => attention_body_d256_with::<false, true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
-                        (true, true, true) => attention_body_d256_with::<true, true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+                    match (causal, overlap) {
+                        (false, true) => attention_body_d256::<false, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (true, true) => attention_body_d256::<true, true>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (false, false) => attention_body_d256::<false, false>(qm, km, vm, o, lse, seq_len, scale_log2),
+                        (true, false) => attention_body_d256::<true, false>(qm, km, vm, o, lse, seq_len, scale_log2),
                     }
                 }
             };
@@ -444,12 +431,12 @@ fn s22_d256_sm90_forward_matches_f64_on_the_cpu_executor() {
                     let reference = reference_row(&q, &k, &v, 256, seq_len as usize, head, row, causal);
                     let got: Vec<f32> = (0..256).map(|c| bf16::from_bits((o[(at + c) / 2] >> (16 * ((at + c) % 2))) as u16).to_f32()).collect();
                     let ratio = within_bound(&reference, &got, lse[head * seq_len as usize + row])
-                        .unwrap_or_else(|why| panic!("S {seq_len}, causal {causal}, overlap {overlap}, ping-pong {pingpong}: head {head} row {row}: {why}"));
+                        .unwrap_or_else(|why| panic!("S {seq_len}, causal {causal}, overlap {overlap}: head {head} row {row}: {why}"));
                     worst = worst.max(ratio);
                 }
             }
             eprintln!(
-                "D 256, S {seq_len}, {heads} heads, causal {causal}, overlap {overlap}, ping-pong {pingpong}: every O element and LSE within the bound, worst error/bound {worst:.3}"
+                "D 256, S {seq_len}, {heads} heads, causal {causal}, overlap {overlap}: every O element and LSE within the bound, worst error/bound {worst:.3}"
             );
         }
     }

@@ -140,7 +140,7 @@ fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u3
                         }
                     };
                 }
-                return pick_chain!(128 false true 2, 128 false false 2, 128 true false 2);
+                return pick_chain!(128 false true 2, 128 false true 3, 128 true true 2);
             }
             if q2 {
                 let next = next as *mut u32;
@@ -295,20 +295,20 @@ fn s16_cpu_attention_persistent_two_q_buffers() {
 
 /// Issue 31, session 23: the chained persistent kernels (`attention_body_persistent_chain`:
 /// each consumer issues the next work item's first scores in its last turn of this item and
-/// stores this item's O while they run), the instances the library offers (D 128, with and
-/// without the ping-pong turns, causal or not, one or two Q buffers): several items a block
-/// (9 items on 1 block and on 2, 12 one-key-tile items on 2, the last item of a block
-/// reaching the end of the work), every output against f64.
+/// stores this item's O while they run), with the ping-pong turns as the library's instances
+/// (2- and 3-deep rings, causal or not; one Q buffer, and two: the body takes either): several
+/// items a block (9 items on 1 block and on 2, 12 one-key-tile items on 2, 5 on 3 blocks, the
+/// last item of a block reaching the end of the work), every output against f64.
 #[test]
 fn s23_cpu_attention_persistent_chained_items() {
-    let (two, pingpong) = (Schedule { overlap: true, pingpong: false, stages: 2 }, Schedule { overlap: true, pingpong: true, stages: 2 });
+    let pingpong = |stages| Schedule { overlap: true, pingpong: true, stages };
     for q2 in [false, true] {
-        check_chain(128, false, pingpong, 300, 3, Some(1), 0, q2, true);
-        check_chain(128, false, pingpong, 300, 3, Some(2), 0, q2, true);
-        check_chain(128, false, pingpong, 100, 12, Some(2), 0, q2, true);
-        check_chain(128, true, two, 300, 3, Some(2), 0, q2, true);
-        check_chain(128, true, two, 452, 2, Some(1), 0, q2, true);
+        check_chain(128, false, pingpong(2), 300, 3, Some(1), 0, q2, true);
+        check_chain(128, false, pingpong(2), 100, 12, Some(2), 0, q2, true);
+        check_chain(128, true, pingpong(2), 300, 3, Some(2), 0, q2, true);
     }
-    check_chain(128, false, two, 300, 3, Some(2), 0, true, true);
-    check_chain(128, false, two, 200, 5, Some(3), 0, true, true);
+    check_chain(128, false, pingpong(2), 300, 3, Some(2), 0, false, true);
+    check_chain(128, true, pingpong(2), 452, 2, Some(1), 0, false, true);
+    check_chain(128, false, pingpong(3), 452, 2, Some(1), 0, false, true);
+    check_chain(128, false, pingpong(3), 200, 5, Some(3), 0, false, true);
 }

@@ -164,7 +164,7 @@ pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
 #[cfg(not(target_arch = "nvptx64"))]
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{
-    attention_body, attention_body_d256, attention_body_d256_with, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
     attention_body_persistent_with, attention_body_with,
 };
 
@@ -1707,14 +1707,16 @@ mod body {
         };
     }
 
-    // Session 23 (issue 31): trials for short sequences, each consumer issuing the next work
-    // item's first scores behind this item's last P·V (`attention_body_persistent_chain`).
+    // Session 23 (issue 31): for short sequences, each consumer issuing the next work item's
+    // first scores behind this item's last P·V (`attention_body_persistent_chain`). The
+    // mid-session call (one H200) timed five: with the ping-pong turns 1.04x / 1.05x the pick
+    // at S 512 / 1k without the mask (two Q buffers: the same at 512, slower from 1k); without
+    // the turns, and every causal one without them, slower than the picks (0.90-0.99x): those
+    // were dropped. The 3-deep rings' and the causal ping-pong form are the final call's trials.
     persistent_chain_kernels! {
         attention_d128_pingpong_persistent_chain: 128, false, true, 2, 1;
-        attention_d128_pingpong_persistent_chain_q2: 128, false, true, 2, 2;
-        attention_d128_persistent_chain_q2: 128, false, false, 2, 2;
-        attention_d128_causal_persistent_chain: 128, true, false, 2, 1;
-        attention_d128_causal_persistent_chain_q2: 128, true, false, 2, 2;
+        attention_d128_pingpong_persistent_chain_s3: 128, false, true, 3, 1;
+        attention_d128_causal_pingpong_persistent_chain: 128, true, true, 2, 1;
     }
 
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.
@@ -1744,7 +1746,7 @@ mod body {
         attention_d64_causal_pingpong_persistent_poly6: 64, true, true, 2, poly 6;
     }
 
-    pub use d256::{attention_body_d256, attention_body_d256_with};
+    pub use d256::attention_body_d256;
 
     /// The D 256 forward (issue 31, session 22): the one-tile-per-block grid of the other
     /// kernels (a 128-row query tile a block, one producer and two consumer warpgroups of 64
@@ -1980,24 +1982,9 @@ mod body {
         ///
         /// # Safety
         /// As for [`consume`].
-        ///
-        /// `PINGPONG` (the `_pingpong` instances, session 23): the two consumers take turns
-        /// issuing their products ([`turns`]`(consumer)`, as the D 64/128 `_pingpong` kernels),
-        /// one turn per round and one for the last `P·V` (rounds skipped with the causal mask
-        /// take an empty turn, so both consumers pass `tiles + 1` turns); the caller arrives
-        /// once on the other's barrier (consumer 1) before and syncs once on its own
-        /// (consumer 0) after.
         #[inline(always)]
-        unsafe fn consume_overlap<const CAUSAL: bool, const PINGPONG: bool>(
-            layout: Layout256,
-            rows: Rows,
-            q: u32,
-            last_row: u32,
-            tiles: u32,
-            consumer: u32,
-        ) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume_overlap<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
-            let (mine_turn, other_turn) = turns(consumer);
             // SAFETY: all-zero bits are 0.0 (not a repeat expression: docs/performance.md).
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
             // SAFETY: as above.
@@ -2013,16 +2000,8 @@ mod body {
                     layout.keys().release(i);
                     layout.values().release(i);
                 }
-                if PINGPONG {
-                    mine_turn.sync();
-                    other_turn.arrive();
-                }
             }
             if mine == 0 {
-                if PINGPONG {
-                    mine_turn.sync();
-                    other_turn.arrive();
-                }
                 return (acc, m, l);
             }
             // Every `unsafe` block below issues or waits for `wgmma`s, as in `consume`; the
@@ -2030,19 +2009,12 @@ mod body {
             // not written until it has been waited for (ptxas serialises every `wgmma` of the
             // kernel otherwise: C7513), so the softmax works on a copy of `s`.
             layout.keys().consume(first);
-            if PINGPONG {
-                mine_turn.sync();
-            }
             // SAFETY: see above (the first score `wgmma` only writes `s`).
             unsafe {
                 wgmma::fence();
                 issue_scores(&mut s, q, layout.k(Ring::<STAGES_D256>::slot(first)));
+                wgmma::wait::<0>();
             }
-            if PINGPONG {
-                other_turn.arrive();
-            }
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
             fence_accumulators_32(&mut s);
             if lane == 0 {
                 layout.keys().release(first);
@@ -2070,9 +2042,6 @@ mod body {
                 p = a_fragments_bf16_32(&s);
                 fence_fragments64(&mut p);
                 layout.keys().consume(i);
-                if PINGPONG {
-                    mine_turn.sync();
-                }
                 // SAFETY: see above (the first score `wgmma` only writes `s`).
                 unsafe {
                     wgmma::fence();
@@ -2087,12 +2056,9 @@ mod body {
                 unsafe {
                     wgmma::fence();
                     issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(i - 1)));
+                    // The scores are done; P·V may still run.
+                    wgmma::wait::<1>();
                 }
-                if PINGPONG {
-                    other_turn.arrive();
-                }
-                // SAFETY: see above. The scores are done; P·V may still run.
-                unsafe { wgmma::wait::<1>() };
                 fence_accumulators_32(&mut s);
                 if lane == 0 {
                     layout.keys().release(i);
@@ -2114,19 +2080,12 @@ mod body {
             layout.values().consume(tiles - 1);
             fence_accumulators_128(&mut acc);
             fence_fragments64(&mut p);
-            if PINGPONG {
-                mine_turn.sync();
-            }
             // SAFETY: see above.
             unsafe {
                 wgmma::fence();
                 issue_pv(&mut acc, &p, layout.v(Ring::<STAGES_D256>::slot(tiles - 1)));
+                wgmma::wait::<0>();
             }
-            if PINGPONG {
-                other_turn.arrive();
-            }
-            // SAFETY: see above.
-            unsafe { wgmma::wait::<0>() };
             fence_accumulators_128(&mut acc);
             if lane == 0 {
                 layout.values().release(tiles - 1);
@@ -2193,25 +2152,6 @@ mod body {
             seq_len: u32,
             scale_log2: f32,
         ) {
-            // SAFETY: the caller's contract.
-            unsafe { attention_body_d256_with::<CAUSAL, OVERLAP, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2) }
-        }
-
-        /// [`attention_body_d256`], with `PINGPONG` (overlapped only) the two consumers taking
-        /// turns (the `_pingpong` instances, session 23: see `consume_overlap`).
-        ///
-        /// # Safety
-        /// As for [`attention_body_d256`].
-        #[inline(always)]
-        pub unsafe fn attention_body_d256_with<const CAUSAL: bool, const OVERLAP: bool, const PINGPONG: bool>(
-            q_map: *const TensorMap,
-            k_map: *const TensorMap,
-            v_map: *const TensorMap,
-            o: *mut u32,
-            lse: *mut f32,
-            seq_len: u32,
-            scale_log2: f32,
-        ) {
             let tid = thread_idx_x();
             let layout = Layout256 { base: (dynamic_shared_address() + 1023) & !1023 };
             if tid == 0 {
@@ -2267,31 +2207,21 @@ mod body {
             let lane = tid % 32;
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
             layout.q_full().wait(0);
-            const { assert!(OVERLAP || !PINGPONG, "PINGPONG: the overlapped schedule only") };
-            // Consumer 0 goes first (consumer 1's arrival); each passes its barrier tiles + 1
-            // times, consumer 0 once more at the end (taking consumer 1's last arrival).
-            let (mine_turn, other_turn) = turns(consumer);
-            if PINGPONG && consumer == 1 {
-                other_turn.arrive();
-            }
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for);
             // the producer fills rounds 0..tiles.
             let (acc, m, l) = unsafe {
                 if OVERLAP {
-                    consume_overlap::<CAUSAL, PINGPONG>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles, consumer)
+                    consume_overlap::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
                 } else {
                     consume::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
                 }
             };
-            if PINGPONG && consumer == 0 {
-                mine_turn.sync();
-            }
             // SAFETY: O and LSE hold every head's rows (the kernel's contract).
             unsafe { store_rows(&acc, m, l, rows, o, lse, head) };
         }
 
         macro_rules! d256_kernels {
-            ($($name:ident: $causal:literal, $overlap:literal $(, $pingpong:literal)?;)*) => {$(
+            ($($name:ident: $causal:literal, $overlap:literal;)*) => {$(
                 /// Attention forward at head dimension 256 (see the module docs and
                 /// `attention_body_d256`), causal or not, overlapped or `_serial`, as the name
                 /// says. Launch: 384 threads,
@@ -2322,7 +2252,7 @@ mod body {
                     // SAFETY: the maps: the kernel's contract; the launch, the shared memory, the
                     // lengths and O's alignment: checked above (`launch_ok`, which also says why
                     // no two threads write one element of O or LSE, and nothing reads them).
-                    unsafe { attention_body_d256_with::<$causal, $overlap, { false $(|| $pingpong)? }>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
+                    unsafe { attention_body_d256::<$causal, $overlap>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2) }
                 }
             )*
                 forward_table!(D256_TABLE, plain: $($name)*);
@@ -2338,10 +2268,6 @@ mod body {
             attention_d256_causal: true, true;
             attention_d256_serial: false, false;
             attention_d256_causal_serial: true, false;
-            // Session 23's trials: the two consumers taking turns (one's softmax beside the
-            // other's products).
-            attention_d256_pingpong: false, true, true;
-            attention_d256_causal_pingpong: true, true, true;
         }
     }
 }
