@@ -96,7 +96,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
 /// The one-tile-per-block kernels of the forward and their persistent twins (the same
 /// schedule on a grid of at most one block per SM, each block taking query tiles until all are
 /// done: `ferrocuda_kernels_hopper::attention::attention_body_persistent`).
-const FORWARD_TWINS: [[&str; 2]; 9] = [
+const FORWARD_TWINS: [[&str; 2]; 10] = [
     ["attention_d64", "attention_d64_persistent"],
     ["attention_d64_pingpong", "attention_d64_pingpong_persistent"],
     ["attention_d64_causal_pingpong", "attention_d64_causal_pingpong_persistent"],
@@ -107,6 +107,8 @@ const FORWARD_TWINS: [[&str; 2]; 9] = [
     // (After the pairs above: a pick of `_persistent` finds its one-tile twin first.)
     ["attention_d64_causal_pingpong_persistent_q2", "attention_d64_causal_pingpong_persistent"],
     ["attention_d128_causal", "attention_d128_causal_persistent"],
+    // Session 23: the chained ping-pong kernel (a pick of it finds its one-tile twin here).
+    ["attention_d128_pingpong", "attention_d128_pingpong_persistent_chain"],
 ];
 
 /// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
