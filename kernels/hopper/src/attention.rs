@@ -504,8 +504,14 @@ mod body {
         unroll::<16>(|i| unroll::<4>(|e| o[4 * i + e] *= factor[e >> 1]));
     }
 
-    /// Where the tiles and barriers of a block live in shared memory. `qbufs` (1, or 2 for the
-    /// persistent `_q2` kernels; a constant after inlining): Q's buffers, before the rings.
+    /// Where the tiles and barriers of a block live in shared memory: `qbufs` Q buffers, the K
+    /// ring's `STAGES` tiles, the V ring's, then the barriers, every buffer `tile` bytes.
+    /// `qbufs` (a constant after inlining): 1, 2 for the persistent `_q2` kernels, and 2 for
+    /// the D 256 kernels (`tile` a 64-key K/V tile: Q's 128 rows are two such buffers, consumer
+    /// `c`'s 64 rows in buffer `c`; session 23: one layout for both, which had repeated it). The
+    /// shared memory requested covers the barriers and slots each kernel uses ([`shared_bytes`],
+    /// [`shared_bytes_q2`], [`shared_bytes_d256`]: the D 256 kernels use Q's barrier and the two
+    /// rings' only).
     #[derive(Clone, Copy)]
     struct Layout<const STAGES: u32> {
         base: u32,
@@ -546,7 +552,7 @@ mod body {
         #[inline(always)]
         fn keys(self) -> Ring<STAGES> {
             // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory
-            // ([`shared_bytes`]), used only by this ring.
+            // ([`shared_bytes`], [`shared_bytes_d256`]), used only by this ring.
             unsafe { Ring::at(self.barriers() + 8) }
         }
         /// The V tiles' ring.
@@ -1767,51 +1773,6 @@ mod body {
         /// The P fragments of one 64-key tile: 4 k16 steps of 4 registers.
         type Fragments64 = [[u32; 4]; 4];
 
-        /// Where the D 256 kernels' tiles and barriers live: Q (consumer `c`'s 64 rows: four
-        /// 64-column boxes from `base + 4c` boxes), then the K ring's tiles, the V ring's tiles
-        /// (four boxes each), then Q's barrier and the two rings' barriers.
-        #[derive(Clone, Copy)]
-        struct Layout256 {
-            base: u32,
-        }
-
-        impl Layout256 {
-            /// Consumer `consumer`'s 64 query rows (four boxes, one per 64 columns).
-            #[inline(always)]
-            fn q(self, consumer: u32) -> u32 {
-                self.base + 4 * consumer * SLAB_D256
-            }
-            #[inline(always)]
-            fn k(self, slot: u32) -> u32 {
-                self.base + (8 + 4 * slot) * SLAB_D256
-            }
-            #[inline(always)]
-            fn v(self, slot: u32) -> u32 {
-                self.base + (8 + 4 * STAGES_D256 + 4 * slot) * SLAB_D256
-            }
-            #[inline(always)]
-            fn barriers(self) -> u32 {
-                self.base + (8 + 8 * STAGES_D256) * SLAB_D256
-            }
-            #[inline(always)]
-            fn q_full(self) -> MBarrier {
-                // SAFETY: the first 8 bytes after the tiles, inside the requested shared memory
-                // ([`shared_bytes_d256`]), used only as this barrier.
-                unsafe { MBarrier::at(self.barriers()) }
-            }
-            #[inline(always)]
-            fn keys(self) -> Ring<STAGES_D256> {
-                // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory,
-                // used only by this ring.
-                unsafe { Ring::at(self.barriers() + 8) }
-            }
-            #[inline(always)]
-            fn values(self) -> Ring<STAGES_D256> {
-                // SAFETY: as for `keys`, the bytes after them.
-                unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES_D256>::BARRIER_BYTES) }
-            }
-        }
-
         /// Issues `S = Q·Kᵀ` for one consumer (64 query rows at `q`, 64 keys at `k`, each four
         /// 64-column boxes): 16 `wgmma` m64n64k16 stepping 32 bytes along the swizzled rows,
         /// a new box every 4 steps.
@@ -1909,7 +1870,7 @@ mod body {
         /// The consumer warpgroup's 128 threads call it together with the same arguments; Q
         /// is in its buffer; the producer fills rounds `0..tiles`.
         #[inline(always)]
-        unsafe fn consume<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume<const CAUSAL: bool>(layout: Layout<STAGES_D256>, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
             // Not `[0.0; 128]`: a repeat expression becomes a store loop that keeps the array in
             // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
@@ -1983,7 +1944,13 @@ mod body {
         /// # Safety
         /// As for [`consume`].
         #[inline(always)]
-        unsafe fn consume_overlap<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume_overlap<const CAUSAL: bool>(
+            layout: Layout<STAGES_D256>,
+            rows: Rows,
+            q: u32,
+            last_row: u32,
+            tiles: u32,
+        ) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
             // SAFETY: all-zero bits are 0.0 (not a repeat expression: docs/performance.md).
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
@@ -2153,7 +2120,10 @@ mod body {
             scale_log2: f32,
         ) {
             let tid = thread_idx_x();
-            let layout = Layout256 { base: (dynamic_shared_address() + 1023) & !1023 };
+            // The other kernels' layout with a K/V tile (64 keys: four 64-column boxes) as its
+            // tile: Q's 128 rows are two Q buffers of that size, consumer `c`'s 64 rows in
+            // buffer `c`; then the K ring's tiles, the V ring's, Q's barrier and the rings'.
+            let layout = Layout::<STAGES_D256> { base: (dynamic_shared_address() + 1023) & !1023, tile: 4 * SLAB_D256, qbufs: 2 };
             if tid == 0 {
                 layout.q_full().init(1);
                 // One release per consumer warp.
@@ -2183,7 +2153,7 @@ mod body {
                         q_full.arrive_expect_tx(8 * SLAB_D256);
                         for half in 0..2 {
                             for c in 0..4 {
-                                TensorMap::load_3d(q_map, layout.q(half) + c * SLAB_D256, q_full, (64 * c) as i32, (q0 + 64 * half) as i32, head as i32);
+                                TensorMap::load_3d(q_map, layout.q_at(half) + c * SLAB_D256, q_full, (64 * c) as i32, (q0 + 64 * half) as i32, head as i32);
                             }
                         }
                         for i in 0..tiles {
@@ -2211,9 +2181,9 @@ mod body {
             // the producer fills rounds 0..tiles.
             let (acc, m, l) = unsafe {
                 if OVERLAP {
-                    consume_overlap::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                    consume_overlap::<CAUSAL>(layout, rows, layout.q_at(consumer), q0 + 64 * consumer + 63, tiles)
                 } else {
-                    consume::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                    consume::<CAUSAL>(layout, rows, layout.q_at(consumer), q0 + 64 * consumer + 63, tiles)
                 }
             };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract).
