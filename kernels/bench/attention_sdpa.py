@@ -49,6 +49,8 @@ D256 = os.environ.get("BENCH_D256", "0") == "1"
 # Rust benchmark's knobs of the same names.
 ONLY_D = int(os.environ.get("BENCH_D", "0"))
 FWD_ONLY = os.environ.get("BENCH_FWD_ONLY", "0") == "1"
+# BENCH_TOKENS=n: B·S = n (at least one sequence) instead of 16k, as the Rust benchmark's knob.
+TOKENS = int(os.environ.get("BENCH_TOKENS", "16384"))
 
 
 out = open(sys.argv[1], "w") if len(sys.argv) > 1 else None
@@ -60,7 +62,7 @@ for d in (128, 64) + ((256,) if D256 else ()):
         for causal in (False, True):
             if s < MIN_S or s > MAX_S or (ONLY_D and d != ONLY_D):
                 continue
-            b, h = 16384 // s, 2048 // d
+            b, h = max(1, TOKENS // s), 2048 // d
             q, k, v, do = (torch.randn(b, h, s, d, device="cuda", dtype=torch.bfloat16) for _ in range(4))
             q.requires_grad_(True)
             k.requires_grad_(True)

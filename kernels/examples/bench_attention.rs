@@ -20,7 +20,8 @@
 //! portable path).
 //! Prints a line per shape, and JSON lines (one per shape) to the file named by the first
 //! argument, for `kernels/bench/attention_table.py`, which puts them beside PyTorch's
-//! (`kernels/bench/attention_sdpa.py`). `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
+//! (`kernels/bench/attention_sdpa.py`). `BENCH_TOKENS=n` makes `B · S = n` (default 16k).
+//! `BENCH_ONLY=D,S,causal` times one shape, `BENCH_MIN_S=n`
 //! skips shorter sequences, `BENCH_MAX_S=n` longer ones, `BENCH_REPEAT=n` reports the median of n timings; `--check DIR`
 //! writes one call's inputs and gradients for `kernels/bench/attention_check.py`. A benchmark,
 //! not a test.
@@ -130,6 +131,9 @@ fn main() -> Result<(), KernelsError> {
     let only_d = std::env::var("BENCH_D").ok().and_then(|v| v.parse::<usize>().ok());
     let fwd_only = std::env::var("BENCH_FWD_ONLY").is_ok_and(|v| v == "1");
     let head_dims: &[usize] = if d256 { &[128, 64, 256] } else { &[128, 64] };
+    // `BENCH_TOKENS=n`: `B · S = n` (at least one sequence) instead of 16k, e.g. a grid of
+    // fewer query tiles than SMs, where a call's fixed costs show (issue 31, session 23).
+    let tokens = std::env::var("BENCH_TOKENS").ok().and_then(|v| v.parse::<usize>().ok()).unwrap_or(16384);
     for &head_dim in head_dims.iter().filter(|&&d| only_d.is_none_or(|only| only == d)) {
         // S 16k only when `BENCH_MAX_S` asks for it.
         for s in [512usize, 1024, 2048, 4096, 8192, 16384] {
@@ -144,7 +148,7 @@ fn main() -> Result<(), KernelsError> {
                 if only.is_some_and(|o| o != (head_dim, s, causal)) || s < min_seq || s > max {
                     continue;
                 }
-                let (batch, heads) = (16384 / s, 2048 / head_dim);
+                let (batch, heads) = ((tokens / s).max(1), 2048 / head_dim);
                 let a = Attention { batch, heads_q: heads, heads_kv: heads, seq_q: s, seq_kv: s, head_dim, layout: Layout::Bhsd, causal, scale: None };
                 let (q, k, v, dout) =
                     (buf(&context, a.q_len(), 9)?, buf(&context, a.kv_len(), 10)?, buf(&context, a.kv_len(), 11)?, buf(&context, a.q_len(), 12)?);

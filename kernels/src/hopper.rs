@@ -84,7 +84,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
         (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
         (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent_q2",
         (64, true) => "attention_d64_causal_pingpong",
-        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent",
+        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent_chain",
         (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
         (_, false) => "attention_d128_pingpong",
         (_, true) if s <= 2048 => "attention_d128_causal_persistent",
@@ -96,7 +96,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
 /// The one-tile-per-block kernels of the forward and their persistent twins (the same
 /// schedule on a grid of at most one block per SM, each block taking query tiles until all are
 /// done: `ferrocuda_kernels_hopper::attention::attention_body_persistent`).
-const FORWARD_TWINS: [[&str; 2]; 9] = [
+const FORWARD_TWINS: [[&str; 2]; 10] = [
     ["attention_d64", "attention_d64_persistent"],
     ["attention_d64_pingpong", "attention_d64_pingpong_persistent"],
     ["attention_d64_causal_pingpong", "attention_d64_causal_pingpong_persistent"],
@@ -107,6 +107,8 @@ const FORWARD_TWINS: [[&str; 2]; 9] = [
     // (After the pairs above: a pick of `_persistent` finds its one-tile twin first.)
     ["attention_d64_causal_pingpong_persistent_q2", "attention_d64_causal_pingpong_persistent"],
     ["attention_d128_causal", "attention_d128_causal_persistent"],
+    // Session 23: the chained ping-pong kernel (a pick of it finds its one-tile twin here).
+    ["attention_d128_pingpong", "attention_d128_pingpong_persistent_chain"],
 ];
 
 /// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
@@ -121,7 +123,7 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside, but for D 256's) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 41] = [
+const FORWARD_INSTANCES: [&str; 44] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -159,6 +161,11 @@ const FORWARD_INSTANCES: [&str; 41] = [
     "attention_d128_causal_s3",
     "attention_d128_causal_pingpong_s3",
     "attention_d128_causal_pingpong_s3_persistent",
+    // Session 23: the persistent ping-pong kernels with the work items chained (each consumer
+    // issues the next item's first scores behind this item's last P·V).
+    "attention_d128_pingpong_persistent_chain",
+    "attention_d128_pingpong_persistent_chain_s3",
+    "attention_d128_causal_pingpong_persistent_chain",
     "attention_d256",
     "attention_d256_causal",
     // (D 256's serial schedules, offered for comparison: no other D 256 schedule exists.)

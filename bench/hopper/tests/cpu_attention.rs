@@ -10,8 +10,8 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{
-    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
-    reference_row, shared_bytes, shared_bytes_q2, within_bound,
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2, attention_body_persistent_with,
+    attention_body_with, reference_row, shared_bytes, shared_bytes_q2, within_bound,
 };
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
@@ -71,7 +71,15 @@ fn check_poly(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32
 /// buffers (`attention_body_persistent_q2`).
 #[allow(clippy::too_many_arguments)]
 fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32, q2: bool) -> f64 {
+    check_chain(d, causal, schedule, seq_len, heads, persistent, poly, q2, false)
+}
+
+/// [`check_all`], or with `chain` (persistent, `poly` 0) the chained persistent kernels
+/// (`attention_body_persistent_chain`, one or two Q buffers as `q2` says).
+#[allow(clippy::too_many_arguments)]
+fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32, q2: bool, chain: bool) -> f64 {
     assert!(!q2 || (persistent.is_some() && poly == 0), "q2: the persistent MUFU kernels only");
+    assert!(!chain || (persistent.is_some() && poly == 0), "chain: the persistent MUFU kernels only");
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -117,6 +125,23 @@ fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32,
                     _ => unreachable!("no such poly variant"),
                 };
             }
+            if chain {
+                let next = next as *mut u32;
+                macro_rules! pick_chain {
+                    ($($d:literal $c:literal $p:literal $s:literal),*) => {
+                        match (d, causal, schedule, q2) {
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, false) => {
+                                attention_body_persistent_chain::<$d, $c, $p, $s, 1>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                            })*
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, true) => {
+                                attention_body_persistent_chain::<$d, $c, $p, $s, 2>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                            })*
+                            _ => unreachable!("no such chain variant"),
+                        }
+                    };
+                }
+                return pick_chain!(128 false true 2, 128 false true 3, 128 true true 2);
+            }
             if q2 {
                 let next = next as *mut u32;
                 macro_rules! pick_q2 {
@@ -161,7 +186,9 @@ fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32,
         }
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
-    let what = format!("d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}, q2 {q2}");
+    let what = format!(
+        "d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}, q2 {q2}, chain {chain}"
+    );
     if let Some(blocks) = persistent {
         // Each block's producer takes one number from the counter per tile it loaded.
         let _ = blocks;
@@ -264,4 +291,24 @@ fn s16_cpu_attention_persistent_two_q_buffers() {
     check_on(128, true, two, 300, 3, Some(2));
     check_all(128, false, two, 300, 3, Some(1), 0, true);
     check_all(128, true, two, 300, 3, Some(2), 0, true);
+}
+
+/// Issue 31, session 23: the chained persistent kernels (`attention_body_persistent_chain`:
+/// each consumer issues the next work item's first scores in its last turn of this item and
+/// stores this item's O while they run), with the ping-pong turns as the library's instances
+/// (2- and 3-deep rings, causal or not; one Q buffer, and two: the body takes either): several
+/// items a block (9 items on 1 block and on 2, 12 one-key-tile items on 2, 5 on 3 blocks, the
+/// last item of a block reaching the end of the work), every output against f64.
+#[test]
+fn s23_cpu_attention_persistent_chained_items() {
+    let pingpong = |stages| Schedule { overlap: true, pingpong: true, stages };
+    for q2 in [false, true] {
+        check_chain(128, false, pingpong(2), 300, 3, Some(1), 0, q2, true);
+        check_chain(128, false, pingpong(2), 100, 12, Some(2), 0, q2, true);
+        check_chain(128, true, pingpong(2), 300, 3, Some(2), 0, q2, true);
+    }
+    check_chain(128, false, pingpong(2), 300, 3, Some(2), 0, false, true);
+    check_chain(128, true, pingpong(2), 452, 2, Some(1), 0, false, true);
+    check_chain(128, false, pingpong(3), 452, 2, Some(1), 0, false, true);
+    check_chain(128, false, pingpong(3), 200, 5, Some(3), 0, false, true);
 }

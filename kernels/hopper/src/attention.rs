@@ -164,7 +164,8 @@ pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
 #[cfg(not(target_arch = "nvptx64"))]
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{
-    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body_persistent_with, attention_body_with,
 };
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
@@ -349,6 +350,22 @@ mod body {
         unsafe { wgmma::commit() };
     }
 
+    /// [`opaque_u64`] for a `u32` (`mov.b32`).
+    #[inline(always)]
+    fn opaque_u32(x: u32) -> u32 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let r: u32;
+            // SAFETY: a register move; no memory, no side effects.
+            unsafe { core::arch::asm!("mov.b32 {r}, {x};", r = out(reg32) r, x = in(reg32) x, options(pure, nomem, nostack)) };
+            r
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            x
+        }
+    }
+
     /// `x`, through an instruction LLVM cannot evaluate (`mov.b64` in inline PTX), so that
     /// values computed from it are not hoisted out of a loop.
     #[inline(always)]
@@ -487,8 +504,14 @@ mod body {
         unroll::<16>(|i| unroll::<4>(|e| o[4 * i + e] *= factor[e >> 1]));
     }
 
-    /// Where the tiles and barriers of a block live in shared memory. `qbufs` (1, or 2 for the
-    /// persistent `_q2` kernels; a constant after inlining): Q's buffers, before the rings.
+    /// Where the tiles and barriers of a block live in shared memory: `qbufs` Q buffers, the K
+    /// ring's `STAGES` tiles, the V ring's, then the barriers, every buffer `tile` bytes.
+    /// `qbufs` (a constant after inlining): 1, 2 for the persistent `_q2` kernels, and 2 for
+    /// the D 256 kernels (`tile` a 64-key K/V tile: Q's 128 rows are two such buffers, consumer
+    /// `c`'s 64 rows in buffer `c`; session 23: one layout for both, which had repeated it). The
+    /// shared memory requested covers the barriers and slots each kernel uses ([`shared_bytes`],
+    /// [`shared_bytes_q2`], [`shared_bytes_d256`]: the D 256 kernels use Q's barrier and the two
+    /// rings' only).
     #[derive(Clone, Copy)]
     struct Layout<const STAGES: u32> {
         base: u32,
@@ -529,7 +552,7 @@ mod body {
         #[inline(always)]
         fn keys(self) -> Ring<STAGES> {
             // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory
-            // ([`shared_bytes`]), used only by this ring.
+            // ([`shared_bytes`], [`shared_bytes_d256`]), used only by this ring.
             unsafe { Ring::at(self.barriers() + 8) }
         }
         /// The V tiles' ring.
@@ -615,6 +638,25 @@ mod body {
         acc: [f32; 64],
         m: [f32; 2],
         l: [f32; 2],
+    }
+
+    /// The chained persistent kernels' hand-off from one work item's tail to the next item
+    /// (`consume_tile` with `CHAIN`): the tail reads work-item slot `n` (`read`, the item in
+    /// `item`) and issues its first scores when it is one of the `items`.
+    #[derive(Clone, Copy)]
+    struct Chain {
+        n: u32,
+        items: u32,
+        item: u32,
+        read: bool,
+    }
+
+    impl Chain {
+        /// No hand-off (the kernels without `CHAIN`).
+        #[inline(always)]
+        fn none() -> Chain {
+            Chain { n: 0, items: 0, item: 0, read: false }
+        }
     }
 
     /// Keeps the compiler from moving register writes of `p` past a `wgmma::fence` (the same
@@ -719,12 +761,31 @@ mod body {
     /// after the last, so that the turns stay strictly alternating across tiles. `RELEASE_Q`
     /// (the persistent kernels): one arrival per warp on Q buffer `q_slot`'s `q_empty` as soon
     /// as the last score group has been waited for. Returns O's accumulators and the rows' maxima and sums.
+    /// `s`: the scores' registers. `CHAIN` (the chained persistent kernels, with `RELEASE_Q`):
+    /// `s` holds this tile's first scores (key round `round`, issued in the caller's turn and
+    /// waited for); the tail reads work-item slot `chain.n` into `chain.item` (`chain.read`)
+    /// and issues the next scores into `s` behind the last `P·V`: for an item below
+    /// `chain.items`, its first (its Q buffer `chain.n % qbufs` and key round `round + tiles`
+    /// waited for), otherwise a group the caller drops; it returns with that group in flight,
+    /// for the caller to wait for after storing O.
     ///
     /// # Safety
     /// The consumer warpgroup's 128 threads call it together with the same arguments; Q's
-    /// buffer holds the query tile; the producer fills rounds `round..round + tiles`.
+    /// buffer holds the query tile; the producer fills rounds `round..round + tiles` (with
+    /// `CHAIN`, the persistent producer's order: the items one after the other, rounds
+    /// counting on); with `CHAIN`, `tiles >= 1`, `s` holds this tile's first scores and no
+    /// group is in flight.
     #[inline(always)]
-    unsafe fn consume_tile<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const RELEASE_Q: bool, const POLY: u32>(
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn consume_tile<
+        const D: u32,
+        const CAUSAL: bool,
+        const PINGPONG: bool,
+        const STAGES: u32,
+        const RELEASE_Q: bool,
+        const POLY: u32,
+        const CHAIN: bool,
+    >(
         layout: Layout<STAGES>,
         rows: Rows,
         q: u32,
@@ -732,6 +793,8 @@ mod body {
         tiles: u32,
         round: u32,
         q_slot: u32,
+        s: &mut [f32; 64],
+        chain: &mut Chain,
     ) -> Running {
         let lane = rows.lane;
         // The softmax's split reductions where they measured faster (see `softmax`): the
@@ -740,9 +803,14 @@ mod body {
         // Not `[0.0; 64]`: a repeat expression becomes a store loop that keeps the array in
         // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
         let mut state = Running { acc: unsafe { core::mem::zeroed() }, m: [f32::NEG_INFINITY; 2], l: [0.0; 2] };
-        // SAFETY: as above.
-        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
-        if tiles == 0 {
+        if !CHAIN {
+            // Dead on entry (the first score `wgmma` only writes it): not live across a
+            // persistent kernel's items. SAFETY: all-zero bits are 0.0.
+            *s = unsafe { core::mem::zeroed() };
+        }
+        // (`CHAIN`: never 0, the caller's contract. Its early return would join the tail's
+        // path with a group in flight, which ptxas answers by serialising every `wgmma`, C7515.)
+        if !CHAIN && tiles == 0 {
             return state;
         }
         // Every `unsafe` block below issues or waits for `wgmma`s: the consumer warpgroup's 128
@@ -752,28 +820,32 @@ mod body {
         // flight (`s`, `state.acc`, `p`) are fenced before its issue and not touched until it
         // has been waited for.
         let (mine, other) = turns(consumer);
-        // Step 0: the scores of the last key tile (the only one that may need the mask).
-        layout.keys().consume(round);
-        if PINGPONG {
-            mine.sync();
+        // Step 0: the scores of the last key tile (the only one that may need the mask);
+        // with `CHAIN` already in `s`, issued by the caller or the previous tile's tail (in the
+        // same turn as its last P·V) and waited for by the caller.
+        if !CHAIN {
+            layout.keys().consume(round);
+            if PINGPONG {
+                mine.sync();
+            }
+            // (No fence of `s` here: the first score `wgmma` only writes it.)
+            // SAFETY: see above.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D, false>(s, q, layout.k(Ring::<STAGES>::slot(round)));
+            }
+            if PINGPONG {
+                other.arrive();
+            }
+            // SAFETY: see above.
+            unsafe { wgmma::wait::<0>() };
         }
-        // (No fence of `s` here: the first score `wgmma` only writes it.)
-        // SAFETY: see above.
-        unsafe {
-            wgmma::fence();
-            issue_scores::<D, false>(&mut s, q, layout.k(Ring::<STAGES>::slot(round)));
-        }
-        if PINGPONG {
-            other.arrive();
-        }
-        // SAFETY: see above.
-        unsafe { wgmma::wait::<0>() };
         if RELEASE_Q && tiles == 1 && lane == 0 {
             layout.q_empty_at(q_slot).arrive();
         }
         // The probabilities are kept in `s` (the next scores' `wgmma` takes them as its
         // accumulator operand, scaled by 0), so they are converted before it.
-        (_, s) = finish_scores::<CAUSAL, STAGES, true, POLY>(&mut s, &mut state, rows, layout, tiles - 1, round, split);
+        (_, *s) = finish_scores::<CAUSAL, STAGES, true, POLY>(s, &mut state, rows, layout, tiles - 1, round, split);
         // The factor by which O's rows must be rescaled before the next P·V.
         let mut factor = [1.0f32; 2];
         // SAFETY: all-zero bits are valid `u32`s (replaced before the first P·V reads them).
@@ -793,7 +865,7 @@ mod body {
             if i >= 2 && lane == 0 {
                 layout.values().release(round + i - 2);
             }
-            p = a_fragments_bf16_64(&s);
+            p = a_fragments_bf16_64(s);
             // Pinned here, before the scores' `wgmma` (LLVM sank the conversion below it,
             // which kept the f32 probabilities and the new scores live together: spills).
             fence_fragments(&mut p);
@@ -806,7 +878,7 @@ mod body {
             // while P·V still runs.
             unsafe {
                 wgmma::fence();
-                issue_scores::<D, true>(&mut s, q, layout.k(Ring::<STAGES>::slot(round + i)));
+                issue_scores::<D, true>(s, q, layout.k(Ring::<STAGES>::slot(round + i)));
             }
             // O is not in flight here (the previous P·V was waited for); this overlaps S.
             rescale_rows(&mut state.acc, factor);
@@ -834,9 +906,9 @@ mod body {
             // fragments only after the next wait: registers that a later `wgmma` reads must
             // not be written while a group is in flight, or ptxas serialises every `wgmma` of
             // the kernel (C7513).
-            let (f, x) = finish_scores::<CAUSAL, STAGES, false, POLY>(&mut s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
+            let (f, x) = finish_scores::<CAUSAL, STAGES, false, POLY>(s, &mut state, rows, layout, tiles - 1 - i, round + i, split);
             factor = f;
-            s = x;
+            *s = x;
         }
         // The tail: the last P·V.
         // SAFETY: see above.
@@ -846,7 +918,7 @@ mod body {
         if tiles >= 2 && lane == 0 {
             layout.values().release(round + tiles - 2);
         }
-        p = a_fragments_bf16_64(&s);
+        p = a_fragments_bf16_64(s);
         if PINGPONG {
             mine.sync();
         }
@@ -859,11 +931,49 @@ mod body {
             wgmma::fence();
             issue_pv::<D>(&mut state.acc, &p, layout.v(Ring::<STAGES>::slot(round + tiles - 1)));
         }
+        // `CHAIN`: the next work item's first scores go out behind this P·V (in the same
+        // turn), so that they run on the tensor cores while the caller stores this tile's O.
+        // The item's slot and Q's buffer are waited for here, as the loop would at its top.
+        // Without a next item the same group reads this tile's Q and last key tile, whose
+        // slot nothing refills any more (the producer has stopped), and the caller drops the
+        // result: the issue and the waits stay out of any branch (ptxas serialises every
+        // `wgmma` of the kernel when one is issued or waited for on a divergent path, C7518,
+        // or when a register of a group in flight is copied, C7515).
+        if CHAIN {
+            let n = chain.n;
+            layout.item_full(n).wait((n / layout.item_slots()) & 1);
+            // SAFETY: the slot's address, inside the requested shared memory; written by the
+            // producer before its arrival, which the wait above observed.
+            chain.item = unsafe { u32::load_shared(layout.item(n)) };
+            chain.read = true;
+            let next = chain.item < chain.items;
+            let (next_q, next_k) = if next {
+                let q_slot = n % layout.qbufs;
+                layout.q_full_at(q_slot).wait((n / layout.qbufs) & 1);
+                layout.keys().consume(round + tiles);
+                (layout.q_at(q_slot) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(round + tiles)))
+            } else {
+                (q, layout.k(Ring::<STAGES>::slot(round + tiles - 1)))
+            };
+            // SAFETY: see above; the next item's Q is in its buffer and its first key tile in
+            // round `round + tiles` (the producer's order), both waited for; or, without one,
+            // this tile's, which nothing writes any more.
+            unsafe {
+                wgmma::fence();
+                issue_scores::<D, false>(s, next_q, next_k);
+            }
+        }
         if PINGPONG {
             other.arrive();
         }
-        // SAFETY: see above.
-        unsafe { wgmma::wait::<0>() };
+        // SAFETY: see above (with `CHAIN` the next scores are in flight: P·V is the older group).
+        unsafe {
+            if CHAIN {
+                wgmma::wait::<1>();
+            } else {
+                wgmma::wait::<0>();
+            }
+        }
         fence_accumulators_64(&mut state.acc);
         if lane == 0 {
             layout.values().release(round + tiles - 1);
@@ -1021,8 +1131,11 @@ mod body {
             if PINGPONG && consumer == 1 {
                 other.arrive();
             }
+            // SAFETY: all-zero bits are 0.0 (the first score `wgmma` only writes it).
+            let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
             // SAFETY: the warpgroup's threads call it together; Q is in its buffer (waited for).
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY>(layout, rows, q, consumer, tiles, 0, 0) };
+            let state =
+                unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, false, POLY, false>(layout, rows, q, consumer, tiles, 0, 0, &mut s, &mut Chain::none()) };
             if PINGPONG && consumer == 0 {
                 mine.sync();
             }
@@ -1088,7 +1201,33 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
+    /// [`attention_body_persistent`] (`QB` 1) or [`attention_body_persistent_q2`] (`QB` 2)
+    /// with the work items chained (the `_chain` kernels, issue 31 session 23): each consumer
+    /// issues the next item's first scores in its last turn of this item, right behind the last
+    /// `P·V`, and stores this item's O while they run; so the tensor cores do not wait, between
+    /// two items, for an epilogue and then a first score group with nothing behind it.
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`], with [`shared_bytes`]`(D, STAGES)` (`QB` 1) or
+    /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent_chain<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const QB: u32>(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, QB, true>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// [`attention_body_persistent`] with `POLY` of the 16 column pairs of each score row
@@ -1110,7 +1249,7 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// The persistent body with `QB` (1 or 2) Q buffers: [`attention_body_persistent_with`]
@@ -1121,7 +1260,7 @@ mod body {
     /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32>(
+    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32, const CHAIN: bool>(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -1207,11 +1346,47 @@ mod body {
             other.arrive();
         }
         let (mut n, mut round) = (0u32, 0u32);
+        // `CHAIN`: the previous item's tail (or, for the first, the code below) read this
+        // item's slot and, for an item, waited for its Q and first key tile and issued its
+        // first scores into `s` (waited for before the item starts: no group is in flight
+        // across the loop's back edge, where the copies of `s` would serialise the `wgmma`s).
+        let mut chain = Chain { n: 0, items, item: 0, read: false };
+        // SAFETY: all-zero bits are 0.0 (the first score `wgmma` only writes it).
+        let mut s: [f32; 64] = unsafe { core::mem::zeroed() };
+        if CHAIN {
+            layout.item_full(0).wait(0);
+            // SAFETY: as in the loop below.
+            chain.item = unsafe { u32::load_shared(layout.item(0)) };
+            chain.read = true;
+            if chain.item < items {
+                layout.q_full_at(0).wait(0);
+                layout.keys().consume(0);
+                if PINGPONG {
+                    mine.sync();
+                }
+                // SAFETY: the warpgroup's threads run it together; Q's buffer 0 and key round 0
+                // hold the first item's tiles (waited for); the group is waited for at once.
+                unsafe {
+                    wgmma::fence();
+                    issue_scores::<D, false>(&mut s, layout.q_at(0) + consumer * 64 * 128, layout.k(Ring::<STAGES>::slot(0)));
+                }
+                if PINGPONG {
+                    other.arrive();
+                }
+                // SAFETY: as above.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut s);
+            }
+        }
         loop {
-            layout.item_full(n).wait((n / layout.item_slots()) & 1);
-            // SAFETY: the slot's address, inside the requested shared memory; written by the
-            // producer before its arrival, which the wait above observed.
-            let item = unsafe { u32::load_shared(layout.item(n)) };
+            let item = if CHAIN && chain.read {
+                chain.item
+            } else {
+                layout.item_full(n).wait((n / layout.item_slots()) & 1);
+                // SAFETY: the slot's address, inside the requested shared memory; written by
+                // the producer before its arrival, which the wait above observed.
+                unsafe { u32::load_shared(layout.item(n)) }
+            };
             if item >= items {
                 break;
             }
@@ -1220,13 +1395,26 @@ mod body {
             let tiles = kv_tiles(CAUSAL, q0, seq_len);
             let rows = Rows { lane, row0: q0 + 64 * consumer + 16 * ((tid % 128) / 32) + lane / 4, q0, seq_len, scale_log2 };
             let q_slot = n % QB;
-            layout.q_full_at(q_slot).wait((n / QB) & 1);
+            if !CHAIN {
+                layout.q_full_at(q_slot).wait((n / QB) & 1);
+            }
             let q = layout.q_at(q_slot) + consumer * 64 * 128;
+            chain.n = n + 1;
+            chain.read = false;
             // SAFETY: the warpgroup's threads call it together (the item is the block's); Q is
-            // in its buffer (waited for); the producer fills these rounds.
-            let state = unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY>(layout, rows, q, consumer, tiles, round, q_slot) };
+            // in its buffer (waited for, here or by the previous item's tail); the producer
+            // fills these rounds; `tiles >= 1` (`kv_tiles` of `seq_len >= 1`, which every entry
+            // checks).
+            let state =
+                unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY, CHAIN>(layout, rows, q, consumer, tiles, round, q_slot, &mut s, &mut chain) };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
             unsafe { store_rows::<D>(state, rows, o, lse, head) };
+            if CHAIN {
+                // The next item's first scores (or the dropped group), issued by the tail.
+                // SAFETY: the warpgroup's threads run it together.
+                unsafe { wgmma::wait::<0>() };
+                fence_accumulators_64(&mut s);
+            }
             round += tiles;
             n += 1;
         }
@@ -1290,7 +1478,7 @@ mod body {
     /// The forward instance named `name`, if there is one (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
     pub fn forward_kernel(name: &str) -> Option<&'static ForwardKernel> {
-        [PLAIN, PERSISTENT, PERSISTENT_Q2, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
+        [PLAIN, PERSISTENT, PERSISTENT_Q2, PERSISTENT_CHAIN, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
     }
 
     /// The table of a group of forward instances: `$table` names it; `plain` or `persistent`
@@ -1497,6 +1685,46 @@ mod body {
         };
     }
 
+    macro_rules! persistent_chain_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal, $qb:literal;)*) => {$(
+            /// Attention forward, persistent with the work items chained (see
+            /// [`attention_body_persistent_chain`]), head dimension and variant in the name. As
+            /// the `_persistent` kernels (`_q2`: two Q buffers, `shared_bytes_q2(D, STAGES)` of
+            /// dynamic shared memory).
+            ///
+            /// # Safety
+            /// As for the one-tile-per-block kernels (the maps).
+            #[kernel(launch_bounds(384, 1))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn $name(
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32, heads: u32, next: AtomicSlice<u32>,
+            ) {
+                let shared = if $qb == 2 { shared_bytes_q2($d, $stages) } else { shared_bytes($d, $stages) };
+                if next.is_empty() || !launch_ok::<$d>(true, shared, heads, seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: as for the `_persistent` kernels.
+                unsafe { attention_body_persistent_chain::<$d, $causal, $pingpong, $stages, $qb>(maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr()) }
+            }
+        )*
+            forward_table!(PERSISTENT_CHAIN, persistent: $($name)*);
+        };
+    }
+
+    // Session 23 (issue 31): for short sequences, each consumer issuing the next work item's
+    // first scores behind this item's last P·V (`attention_body_persistent_chain`). The
+    // mid-session call (one H200) timed five: with the ping-pong turns 1.04x / 1.05x the pick
+    // at S 512 / 1k without the mask (two Q buffers: the same at 512, slower from 1k); without
+    // the turns, and every causal one without them, slower than the picks (0.90-0.99x): those
+    // were dropped. The 3-deep rings' and the causal ping-pong form are the final call's trials.
+    persistent_chain_kernels! {
+        attention_d128_pingpong_persistent_chain: 128, false, true, 2, 1;
+        attention_d128_pingpong_persistent_chain_s3: 128, false, true, 3, 1;
+        attention_d128_causal_pingpong_persistent_chain: 128, true, true, 2, 1;
+    }
+
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.
     persistent_q2_kernels! {
         attention_d64_persistent_q2: 64, false, false, 2;
@@ -1545,51 +1773,6 @@ mod body {
         /// The P fragments of one 64-key tile: 4 k16 steps of 4 registers.
         type Fragments64 = [[u32; 4]; 4];
 
-        /// Where the D 256 kernels' tiles and barriers live: Q (consumer `c`'s 64 rows: four
-        /// 64-column boxes from `base + 4c` boxes), then the K ring's tiles, the V ring's tiles
-        /// (four boxes each), then Q's barrier and the two rings' barriers.
-        #[derive(Clone, Copy)]
-        struct Layout256 {
-            base: u32,
-        }
-
-        impl Layout256 {
-            /// Consumer `consumer`'s 64 query rows (four boxes, one per 64 columns).
-            #[inline(always)]
-            fn q(self, consumer: u32) -> u32 {
-                self.base + 4 * consumer * SLAB_D256
-            }
-            #[inline(always)]
-            fn k(self, slot: u32) -> u32 {
-                self.base + (8 + 4 * slot) * SLAB_D256
-            }
-            #[inline(always)]
-            fn v(self, slot: u32) -> u32 {
-                self.base + (8 + 4 * STAGES_D256 + 4 * slot) * SLAB_D256
-            }
-            #[inline(always)]
-            fn barriers(self) -> u32 {
-                self.base + (8 + 8 * STAGES_D256) * SLAB_D256
-            }
-            #[inline(always)]
-            fn q_full(self) -> MBarrier {
-                // SAFETY: the first 8 bytes after the tiles, inside the requested shared memory
-                // ([`shared_bytes_d256`]), used only as this barrier.
-                unsafe { MBarrier::at(self.barriers()) }
-            }
-            #[inline(always)]
-            fn keys(self) -> Ring<STAGES_D256> {
-                // SAFETY: the next `Ring::BARRIER_BYTES`, inside the requested shared memory,
-                // used only by this ring.
-                unsafe { Ring::at(self.barriers() + 8) }
-            }
-            #[inline(always)]
-            fn values(self) -> Ring<STAGES_D256> {
-                // SAFETY: as for `keys`, the bytes after them.
-                unsafe { Ring::at(self.barriers() + 8 + Ring::<STAGES_D256>::BARRIER_BYTES) }
-            }
-        }
-
         /// Issues `S = Q·Kᵀ` for one consumer (64 query rows at `q`, 64 keys at `k`, each four
         /// 64-column boxes): 16 `wgmma` m64n64k16 stepping 32 bytes along the swizzled rows,
         /// a new box every 4 steps.
@@ -1599,14 +1782,23 @@ mod body {
         /// in shared memory (written by TMA) until the group is waited for.
         #[inline(always)]
         unsafe fn issue_scores(s: &mut [f32; 32], q: u32, k: u32) {
-            // Q's base through an opaque move, as in the other kernels' `issue_scores`: so that
-            // Q's descriptors are not hoisted out of the key loop (they were, and spilled).
-            let (qd, kd) = (opaque_u64(Descriptor::k_major_128b(q).0), Descriptor::k_major_128b(k).0);
+            // Every K-major 128-byte-swizzle descriptor has the same high word (stride and
+            // swizzle): a constant, so only the low words (start address and leading offset,
+            // stepped by adding offset / 16 to the 14-bit start field, which never carries:
+            // shared addresses stay below 2^18) are computed. Q's low words are K's plus an
+            // opaque difference: K's slot changes from one key tile to the next, so ptxas cannot
+            // hoist Q's 16 descriptors out of the key loop (session 22: it did, as 32 registers,
+            // and spilled them: 5 `STL.64` and 10 `LDL.64` a step).
+            const HIGH: u64 = Descriptor::k_major_128b(0).0 & !0xffff_ffff;
+            let kl = Descriptor::k_major_128b(k).0 as u32;
+            let delta = opaque_u32((Descriptor::k_major_128b(q).0 as u32).wrapping_sub(kl));
             unroll::<16>(|step| {
                 let step = step as u32;
-                let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) as u64 >> 4;
+                let offset = ((step / 4) * SLAB_D256 + 32 * (step % 4)) >> 4;
+                let b = kl + offset;
+                let (a, b) = (HIGH | b.wrapping_add(delta) as u64, HIGH | b as u64);
                 // SAFETY: the caller's contract; the offsets stay inside the tiles.
-                unsafe { if step == 0 { m64n64k16_bf16_init(s, qd + offset, kd + offset) } else { m64n64k16_bf16(s, qd + offset, kd + offset, true) } }
+                unsafe { if step == 0 { m64n64k16_bf16_init(s, a, b) } else { m64n64k16_bf16(s, a, b, true) } }
             });
             // SAFETY: the caller's contract.
             unsafe { wgmma::commit() };
@@ -1678,7 +1870,7 @@ mod body {
         /// The consumer warpgroup's 128 threads call it together with the same arguments; Q
         /// is in its buffer; the producer fills rounds `0..tiles`.
         #[inline(always)]
-        unsafe fn consume<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume<const CAUSAL: bool>(layout: Layout<STAGES_D256>, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
             // Not `[0.0; 128]`: a repeat expression becomes a store loop that keeps the array in
             // local memory (docs/performance.md). SAFETY: all-zero bits are 0.0.
@@ -1752,7 +1944,13 @@ mod body {
         /// # Safety
         /// As for [`consume`].
         #[inline(always)]
-        unsafe fn consume_overlap<const CAUSAL: bool>(layout: Layout256, rows: Rows, q: u32, last_row: u32, tiles: u32) -> ([f32; 128], [f32; 2], [f32; 2]) {
+        unsafe fn consume_overlap<const CAUSAL: bool>(
+            layout: Layout<STAGES_D256>,
+            rows: Rows,
+            q: u32,
+            last_row: u32,
+            tiles: u32,
+        ) -> ([f32; 128], [f32; 2], [f32; 2]) {
             let lane = rows.lane;
             // SAFETY: all-zero bits are 0.0 (not a repeat expression: docs/performance.md).
             let mut acc: [f32; 128] = unsafe { core::mem::zeroed() };
@@ -1922,7 +2120,10 @@ mod body {
             scale_log2: f32,
         ) {
             let tid = thread_idx_x();
-            let layout = Layout256 { base: (dynamic_shared_address() + 1023) & !1023 };
+            // The other kernels' layout with a K/V tile (64 keys: four 64-column boxes) as its
+            // tile: Q's 128 rows are two Q buffers of that size, consumer `c`'s 64 rows in
+            // buffer `c`; then the K ring's tiles, the V ring's, Q's barrier and the rings'.
+            let layout = Layout::<STAGES_D256> { base: (dynamic_shared_address() + 1023) & !1023, tile: 4 * SLAB_D256, qbufs: 2 };
             if tid == 0 {
                 layout.q_full().init(1);
                 // One release per consumer warp.
@@ -1952,7 +2153,7 @@ mod body {
                         q_full.arrive_expect_tx(8 * SLAB_D256);
                         for half in 0..2 {
                             for c in 0..4 {
-                                TensorMap::load_3d(q_map, layout.q(half) + c * SLAB_D256, q_full, (64 * c) as i32, (q0 + 64 * half) as i32, head as i32);
+                                TensorMap::load_3d(q_map, layout.q_at(half) + c * SLAB_D256, q_full, (64 * c) as i32, (q0 + 64 * half) as i32, head as i32);
                             }
                         }
                         for i in 0..tiles {
@@ -1980,9 +2181,9 @@ mod body {
             // the producer fills rounds 0..tiles.
             let (acc, m, l) = unsafe {
                 if OVERLAP {
-                    consume_overlap::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                    consume_overlap::<CAUSAL>(layout, rows, layout.q_at(consumer), q0 + 64 * consumer + 63, tiles)
                 } else {
-                    consume::<CAUSAL>(layout, rows, layout.q(consumer), q0 + 64 * consumer + 63, tiles)
+                    consume::<CAUSAL>(layout, rows, layout.q_at(consumer), q0 + 64 * consumer + 63, tiles)
                 }
             };
             // SAFETY: O and LSE hold every head's rows (the kernel's contract).
