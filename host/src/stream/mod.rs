@@ -77,6 +77,9 @@ struct StreamInner {
     /// owner captures it, work through the door is recorded into the owner's graph, untracked,
     /// instead of being refused (the constructor's contract covers what the graph uses).
     joins_owner_captures: bool,
+    /// Set by [`Stream::end_loan`]: every handle of this stream refuses work through the door
+    /// from then on ([`Error::StreamLoanEnded`]).
+    loan_ended: AtomicBool,
     /// Held (shared) by work whose capture check must still hold when it is queued (an
     /// allocation, a buffer's free), and exclusively by what can make this stream start
     /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
@@ -223,6 +226,7 @@ impl Stream {
             // handles leave ferrocuda only inside the door's closures.
             others_may_capture: AtomicBool::new(!owned && !raw.is_null()),
             joins_owner_captures,
+            loan_ended: AtomicBool::new(false),
             capture_mark: AtomicU64::new(0),
             capture_window: AtomicBool::new(false),
             tail_covers: AtomicBool::new(false),
@@ -370,6 +374,9 @@ impl Stream {
     /// state the door checks again under `driver_calls`, [`Stream::recheck_locked`]).
     #[inline]
     pub(crate) fn capture_state(&self, operation: &str) -> Result<(bool, bool)> {
+        if self.inner.loan_ended.load(Ordering::Relaxed) {
+            return Err(Error::StreamLoanEnded { operation: operation.to_string() });
+        }
         let ours = self.ours_captured();
         if ours {
             self.member_check(operation)?;
@@ -457,6 +464,21 @@ impl Stream {
     /// then take only modules already loaded, as in ferrocuda's own captures.
     pub(crate) fn records_for_owner(&self) -> bool {
         self.inner.joins_owner_captures && matches!(self.foreign_capture_query(), Ok(true))
+    }
+
+    /// True for a stream made with [`Stream::from_raw_in_owner_captures`] (no driver query).
+    #[inline]
+    pub(crate) fn joins_owner_captures(&self) -> bool {
+        self.inner.joins_owner_captures
+    }
+
+    /// Ends a loan of this stream: from now on every handle of it (this one and all its
+    /// clones) refuses work through the door with [`Error::StreamLoanEnded`]. For a lender that
+    /// hands a borrowed stream to code it does not control for the length of one call (a torch
+    /// op's launch: audit 2026-11-29d, G23R-2), so that a clone kept past the call cannot queue
+    /// work on a handle its owner may destroy, or capture, later. Cannot be undone.
+    pub fn end_loan(&self) {
+        self.inner.loan_ended.store(true, Ordering::Relaxed);
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a
