@@ -27,11 +27,11 @@
 //! when the work is queued, (b) the memory stays allocated, and unused by anything else, until
 //! the work has run on the GPU, and (c) torch's own accesses to it are ordered with the work.
 //! - (a) On this thread: the values are read last where the memory is used, by the slice's
-//!   `kernel_arg` ([`Call::check_at_use`]: what every launcher takes the address from), inside
+//!   `kernel_arg` (`Call::check_at_use`: what every launcher takes the address from), inside
 //!   torch's C methods with `__torch_function__` and the Python dispatch keys off
-//!   ([`crate::native::NoHooks`]) and the collector paused; from there to the queuing only
+//!   (`native::NoHooks`) and the collector paused; from there to the queuing only
 //!   ferrocuda's code runs (the launcher's other arguments, read the same way, and the door),
-//!   no callback, property or hook (session 23, G23R-1: the last read used to be [`verify`]'s,
+//!   no callback, property or hook (session 23, G23R-1: the last read used to be `verify`'s,
 //!   at the call's start, and the op author's closure, which runs after it, could run Python
 //!   code or let the GIL go before its launches; a changed tensor now refuses the launch). A
 //!   tensor map made from a slice reads it when the map is made: keep no Python code between
