@@ -29,7 +29,7 @@ step repro "G23R-4 (fixed)" 7 env PYTHONPATH="$op:$lib" "$py" "$HERE/g23r4_repro
 step repro "G23R-2 (fixed)" 7 env PYTHONPATH="$op:$lib" "$py" "$HERE/g23r2_repro.py"
 step repro "G23R-3 (fixed)" 7 env PYTHONPATH="$lib" "$py" "$HERE/g23r3_repro.py"
 cd "$HERE/tests"
-step pytest "pytest (REQUIRE_GPU=1): g23r, then the other files" $((52 - SECONDS > 10 ? 52 - SECONDS : 10)) env G23R_OP_PATH="$op" PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_g23r.py test_g21r.py test_g20r.py test_s22.py test_s21.py test_dlpack_release.py test_g18r.py test_torch.py test_numpy.py
+step pytest "pytest (REQUIRE_GPU=1): g23r, then the other files" $((52 - SECONDS > 10 ? 52 - SECONDS : 10)) env G23R_OP_PATH="$op" PYTHONPATH="$lib" "$py" -m pytest -q -rs -p no:cacheprovider test_g23r_fixes.py test_g21r.py test_g20r.py test_s22.py test_s21.py test_dlpack_release.py test_g18r.py test_torch.py test_numpy.py
 wait
 if [ "$SECONDS" -lt 54 ]; then
   step repro "G23R-1 freed to the driver (fixed; last: a fault would end the context)" $((60 - SECONDS)) env PYTHONPATH="$op:$lib" "$py" "$HERE/g23r1_repro.py" fault

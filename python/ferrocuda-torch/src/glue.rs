@@ -446,18 +446,21 @@ pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize>
 /// ([`Call::check_at_use`], G23R-1).
 pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>], stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
     let objects: Vec<&Bound<'_, PyAny>> = objects.iter().map(|o| o.bind(py)).collect();
+    // The collector paused before anything here allocates (a collection runs finalizers, which
+    // are Python code), and again after `record_stream`, a torch op that may let the GIL go
+    // (another thread may re-enable the collector meanwhile): no finalizer runs among the reads.
+    let gc = crate::native::GcPaused::enter(py)?;
     let hooks = crate::native::NoHooks::enter(py)?;
     if let Some(stream) = stream {
         for object in &objects {
             hooks.record_stream(object, stream)?;
         }
     }
-    // After the last call that may release the GIL (`record_stream` is a torch op): no other
-    // thread runs from here to the comparison, and no collection runs finalizers.
-    let gc = crate::native::GcPaused::enter(py)?;
+    let gc_again = crate::native::GcPaused::enter(py)?;
     let now = hooks.read(&objects)?;
     drop(hooks);
     let outcome = tensors.iter().zip(&now).try_for_each(|(t, n)| compare(op, t, n));
+    drop(gc_again);
     drop(gc);
     outcome
 }
@@ -614,13 +617,18 @@ impl Call {
     /// each read the same way, and the door), with the collector paused for the read.
     fn check_at_use(&self, index: usize) -> PyResult<()> {
         Python::attach(|py| {
+            // As in `verify`: the collector paused before anything allocates (an earlier
+            // argument of the same launch, already read, must not be freed by a finalizer that a
+            // collection here runs), and again after `record_stream`.
+            let gc = crate::native::GcPaused::enter(py)?;
             let object = self.keep[index].bind(py);
             let hooks = crate::native::NoHooks::enter(py)?;
             hooks.record_stream(object, self.stream_object.bind(py))?;
-            let gc = crate::native::GcPaused::enter(py)?;
+            let gc_again = crate::native::GcPaused::enter(py)?;
             let now = hooks.read(&[object]);
             drop(hooks);
             let outcome = now.and_then(|now| compare(&self.op, &self.tensors[index], &now[0]));
+            drop(gc_again);
             drop(gc);
             outcome
         })

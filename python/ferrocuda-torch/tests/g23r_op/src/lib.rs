@@ -1,4 +1,4 @@
-//! The ops of the G23R regression tests (audit 2026-11-29d; `tests/test_g23r_*.py`): an op
+//! The ops of the G23R regression tests (audit 2026-11-29d; `tests/test_g23r_fixes.py`): an op
 //! author's *safe* Rust that runs Python code, lets the GIL go, queues ferrocuda memory into a
 //! torch capture, keeps the call's stream, or forgets the call. No `unsafe` in this crate.
 //! Adapted from the review's repro crate (audit/2026-11-29d/G23R-1/torch-op-hook) to the session
