@@ -600,9 +600,8 @@ impl Call {
         // the graph: the door refuses ferrocuda-owned memory there (G23R-2,
         // `Error::OwnedMemoryInOwnerCapture`), and the slices this call lends are torch's
         // tensors, re-read at each use; kernels of `context`, which stays loaded for the life
-        // of the process (`context` above). Not covered by the door (documented in
-        // docs/interop.md): a kernel of an explicitly loaded `Module` or a module global used
-        // on this stream inside a torch capture.
+        // of the process (`context` above); an explicitly loaded `Module`'s launch declares its
+        // globals at the door, so it is refused there too (docs/interop.md).
         let current = context.push_current().map_err(gpu_error)?;
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));

@@ -84,7 +84,7 @@ fn launch_on_kept_stream(n: usize) -> PyResult<String> {
     let x = DeviceBuffer::from_slice(&context, &vec![1.0f32; n]).map_err(gpu_error)?;
     let mut out = DeviceBuffer::from_slice(&context, &vec![0.0f32; n]).map_err(gpu_error)?;
     let config = LaunchConfig::for_elements(n.max(1), 256);
-    Ok(match my_kernels::scale_add::launch(&stream, config, 2.0, &x, &x, &mut out) {
+    Ok(match g23r_kernels::scale_add::launch(&stream, config, 2.0, &x, &x, &mut out) {
         Ok(()) => "launched".to_string(),
         Err(error) => error.to_string(),
     })
@@ -120,7 +120,7 @@ fn scale_add_into(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out:
         let mut outs = call.output::<f32>("out")?;
         hook.call0()?; // any Python code, with the GIL this thread holds
         let config = LaunchConfig::for_elements(xs.len().max(1), 256);
-        my_kernels::scale_add::launch(call.stream(), config, alpha, &xs, &ys, &mut outs).map_err(gpu_error)
+        g23r_kernels::scale_add::launch(call.stream(), config, alpha, &xs, &ys, &mut outs).map_err(gpu_error)
     })
 }
 
@@ -155,7 +155,7 @@ fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
                     Ok(())
                 })?;
                 let config = LaunchConfig::for_elements(x.len().max(1), 256);
-                my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
+                g23r_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
             },
         );
     let detach =
@@ -167,7 +167,7 @@ fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
                 // let go and other threads' Python code runs.
                 Python::attach(|py| py.detach(|| std::thread::sleep(Duration::from_millis(300))));
                 let config = LaunchConfig::for_elements(x.len().max(1), 256);
-                my_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
+                g23r_kernels::scale_add::launch(call.stream(), config, scalars.float("alpha")? as f32, &x, &y, &mut out).map_err(gpu_error)
             },
         );
     // G23R-2: the launch closure also queues, on `call.stream()`, a kernel writing a ferrocuda
@@ -182,10 +182,10 @@ fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
             let mut out = call.output::<f32>("out")?;
             let alpha = scalars.float("alpha")? as f32;
             let config = LaunchConfig::for_elements(x.len().max(1), 256);
-            my_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, &mut out).map_err(gpu_error)?;
+            g23r_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, &mut out).map_err(gpu_error)?;
             let mut guard = SCRATCH.lock().unwrap();
             if let Some(buffer) = guard.as_mut().filter(|b| b.len() == x.len()) {
-                my_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, buffer).map_err(gpu_error)?;
+                g23r_kernels::scale_add::launch(call.stream(), config, alpha, &x, &y, buffer).map_err(gpu_error)?;
             }
             Ok(())
         });

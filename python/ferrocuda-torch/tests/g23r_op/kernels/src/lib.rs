@@ -1,4 +1,4 @@
-//! The kernels of my-torch-op.
+//! The kernel of the G23R op crate (tests/g23r_op): the template's `scale_add`.
 #![cfg_attr(target_arch = "nvptx64", no_std, feature(abi_ptx, asm_experimental_arch))]
 
 use ferrocuda_device::global::{DisjointSlice, unique_index};
