@@ -369,7 +369,7 @@ pub enum Error {
         /// The parameter's name (or the buffer's position).
         argument: &'static str,
     },
-    /// Work queued through a clone of a stream whose lender ended the loan
+    /// A kernel launched through a clone of a stream whose lender ended the loan
     /// ([`Stream::end_loan`](crate::Stream::end_loan); audit 2026-11-29d, G23R-2: a clone of a
     /// torch op's stream kept past the op, whose handle torch may destroy, or capture later).
     #[error("{operation}: this stream was lent for one call, which has ended (do not keep its clones); take the stream again from the next call")]

@@ -77,8 +77,8 @@ struct StreamInner {
     /// owner captures it, work through the door is recorded into the owner's graph, untracked,
     /// instead of being refused (the constructor's contract covers what the graph uses).
     joins_owner_captures: bool,
-    /// Set by [`Stream::end_loan`]: every handle of this stream refuses work through the door
-    /// from then on ([`Error::StreamLoanEnded`]).
+    /// Set by [`Stream::end_loan`]: every handle of this stream refuses kernel launches from
+    /// then on ([`Error::StreamLoanEnded`]).
     loan_ended: AtomicBool,
     /// Held (shared) by work whose capture check must still hold when it is queued (an
     /// allocation, a buffer's free), and exclusively by what can make this stream start
@@ -374,9 +374,6 @@ impl Stream {
     /// state the door checks again under `driver_calls`, [`Stream::recheck_locked`]).
     #[inline]
     pub(crate) fn capture_state(&self, operation: &str) -> Result<(bool, bool)> {
-        if self.inner.loan_ended.load(Ordering::Relaxed) {
-            return Err(Error::StreamLoanEnded { operation: operation.to_string() });
-        }
         let ours = self.ours_captured();
         if ours {
             self.member_check(operation)?;
@@ -473,12 +470,21 @@ impl Stream {
     }
 
     /// Ends a loan of this stream: from now on every handle of it (this one and all its
-    /// clones) refuses work through the door with [`Error::StreamLoanEnded`]. For a lender that
-    /// hands a borrowed stream to code it does not control for the length of one call (a torch
-    /// op's launch: audit 2026-11-29d, G23R-2), so that a clone kept past the call cannot queue
-    /// work on a handle its owner may destroy, or capture, later. Cannot be undone.
+    /// clones) refuses kernel launches with [`Error::StreamLoanEnded`]. For a lender that hands
+    /// a borrowed stream to code it does not control for the length of one call (a torch op's
+    /// launch: audit 2026-11-29d, G23R-2), so that a clone kept past the call cannot launch on a
+    /// handle its owner may destroy, or capture, later. Only launches are refused: the buffer
+    /// tracking still orders other streams after work queued here during the loan (an event
+    /// recorded on it), which must keep working. Cannot be undone.
     pub fn end_loan(&self) {
         self.inner.loan_ended.store(true, Ordering::Relaxed);
+    }
+
+    /// [`Error::StreamLoanEnded`] once [`Stream::end_loan`] was called on any handle of this
+    /// stream (one relaxed load, in the launch paths).
+    #[inline]
+    pub(crate) fn loan_check(&self, operation: &str) -> Result<()> {
+        if self.inner.loan_ended.load(Ordering::Relaxed) { Err(Error::StreamLoanEnded { operation: operation.to_string() }) } else { Ok(()) }
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a

@@ -73,8 +73,9 @@
 //! - (d) Inside `torch.cuda.graph` the work goes into torch's graph, which keeps torch's memory
 //!   alive for its replays, never ferrocuda's: the door refuses ferrocuda-owned memory on a
 //!   stream its owner captures (`Error::OwnedMemoryInOwnerCapture`), and the call's stream
-//!   refuses work after the call (`Stream::end_loan`), so a clone kept past it queues nothing
-//!   on a handle torch may destroy or capture later (session 23, G23R-2).
+//!   launches no kernel after the call (`Stream::end_loan`), so a clone kept past it launches
+//!   nothing on a handle torch may destroy or capture later (copies and cuBLAS calls through such
+//!   a clone are not refused: docs/interop.md) (session 23, G23R-2).
 //!
 //! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
@@ -527,8 +528,8 @@ pub struct Call {
 
 impl Drop for Call {
     fn drop(&mut self) {
-        // G23R-2: a clone of the stream kept past the call refuses work from now on (torch may
-        // destroy the handle, or capture the stream for a graph that would not keep our memory).
+        // G23R-2: a clone of the stream kept past the call launches no kernel from now on (torch
+        // may destroy the handle, or capture the stream later).
         self.stream.end_loan();
     }
 }
@@ -543,7 +544,7 @@ impl Call {
     /// Each tensor is read again, with every Python hook off, where a launch uses its slice
     /// ([`TensorSlice`]'s `kernel_arg`), so Python code that `f` runs (or lets run, releasing the
     /// GIL) before its launches cannot move the memory under them: such a launch panics instead
-    /// (G23R-1, audit 2026-11-29d). When `f` returns, the stream's clones refuse work and the
+    /// (G23R-1, audit 2026-11-29d). When `f` returns, the stream's clones refuse launches and the
     /// thread's current context is the caller's again (session 23: this replaces `Call::new`,
     /// whose guards a `mem::forget` of the returned `Call` skipped, G23R-4).
     ///
@@ -594,8 +595,9 @@ impl Call {
         // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
         // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
         // is kept alive by torch's current-stream state while it is current, which it is for
-        // this call), and every clone of this `Stream` refuses work once the call ends
-        // (`end_loan` in `Drop`, and the `Call` is never owned by code outside this crate).
+        // this call), and every clone of this `Stream` refuses kernel launches once the call
+        // ends (`end_loan` in `Drop`; the `Call` is never owned by code outside this crate);
+        // other work through a kept clone is a documented residual (docs/interop.md).
         // Work queued on it during a torch capture may use only memory torch keeps alive for
         // the graph: the door refuses ferrocuda-owned memory there (G23R-2,
         // `Error::OwnedMemoryInOwnerCapture`), and the slices this call lends are torch's

@@ -9,7 +9,7 @@ launch (a RuntimeError).
 G23R-2: ``Call::stream()`` let safe code record ferrocuda-owned memory into torch's graph
 (``torch.cuda.graph``), used after free at every replay. Fixed in the door: ferrocuda-owned memory
 on a stream that its owner captures is refused (``OwnedMemoryInOwnerCapture``); and a clone of
-the stream kept past the call refuses work (``StreamLoanEnded``).
+the stream kept past the call refuses kernel launches (``StreamLoanEnded``).
 
 G23R-3: outputs came from ``torch.empty_like``/``torch.empty`` found by name, and were not read
 back. Fixed: torch's checked C ``TensorBase.new_empty``, dtypes checked to be torch's C ones,
@@ -158,7 +158,7 @@ class G23R1(unittest.TestCase):
 
 
 class G23R2(unittest.TestCase):
-    """Ferrocuda memory is refused inside torch's capture; a kept stream refuses work."""
+    """Ferrocuda memory is refused inside torch's capture; a kept stream refuses launches."""
 
     def test_g23r2_a_ferrocuda_buffer_in_torchs_capture_is_refused(self):
         torch, g23r_op = _op_or_skip(self)
