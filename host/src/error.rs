@@ -353,6 +353,31 @@ pub enum Error {
         /// The launch or operation refused.
         operation: String,
     },
+    /// Ferrocuda-owned memory (a [`DeviceBuffer`](crate::DeviceBuffer), or a library's work
+    /// area) used by work on a stream of
+    /// [`Stream::from_raw_in_owner_captures`](crate::Stream::from_raw_in_owner_captures) while
+    /// its owner captures it (audit 2026-11-29d, G23R-2): the work would be recorded into the
+    /// owner's graph, and each replay of that graph would use the memory after ferrocuda freed
+    /// it, since nothing of the owner's keeps it alive.
+    #[error(
+        "{operation}: `{argument}` is ferrocuda-owned memory, and the stream is being captured by its owner (torch.cuda.graph): its \
+         replays would use it after ferrocuda frees it. Inside the owner's capture use only the owner's memory (the op's tensors; \
+         scratch space as an output, `Op::scratch`), or run this work outside the capture"
+    )]
+    OwnedMemoryInOwnerCapture {
+        /// The launch or operation refused.
+        operation: String,
+        /// The parameter's name (or the buffer's position).
+        argument: &'static str,
+    },
+    /// A kernel launched through a clone of a stream whose lender ended the loan
+    /// ([`Stream::end_loan`](crate::Stream::end_loan); audit 2026-11-29d, G23R-2: a clone of a
+    /// torch op's stream kept past the op, whose handle torch may destroy, or capture later).
+    #[error("{operation}: this stream was lent for one call, which has ended (do not keep its clones); take the stream again from the next call")]
+    StreamLoanEnded {
+        /// The operation refused.
+        operation: String,
+    },
     /// Work queued on a stream while a capture of ferrocuda's records it, through a `Stream`
     /// handle that is not the capture's (audit 2026-11-28b G14-5, review2 G14R-4): a clone
     /// made before the capture, on any thread (the capturing one too: another async task

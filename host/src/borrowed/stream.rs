@@ -277,6 +277,13 @@ impl Stream {
     /// it: keep the `Module` alive as long as the owner's graph (audit 2026-11-28d review,
     /// G16R-9; the embedded modules of `#[kernel]` crates live as long as the context).
     ///
+    /// The door enforces the memory part for what goes through it (session 23, audit
+    /// 2026-11-29d G23R-2): while the owner captures the stream, work that declares
+    /// ferrocuda-owned memory (a `DeviceBuffer`, an explicit module's globals, a library's work
+    /// area) is refused with [`Error::OwnedMemoryInOwnerCapture`](crate::Error::OwnedMemoryInOwnerCapture)
+    /// instead of being recorded untracked. A lender that hands the stream to code it does not
+    /// control for one call ends the loan after it ([`Stream::end_loan`]).
+    ///
     /// # Errors
     /// As [`Stream::from_raw`] (`CU_STREAM_PER_THREAD` refused).
     pub unsafe fn from_raw_in_owner_captures(context: &Context, raw: sys::CUstream, keep_alive: impl Any + Send + Sync) -> Result<Stream> {

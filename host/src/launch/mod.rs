@@ -41,6 +41,8 @@ pub unsafe fn launch_embedded<const N: usize>(
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
     let symbol = signature.symbol;
+    // A stream whose loan ended (G23R-2: a clone kept past a torch op's call) launches nothing.
+    stream.loan_check(symbol)?;
     // Before anything else: what the outputs and `same_len` groups require of this launch,
     // carried by their parameters (G18S-1).
     let mut driver_params = checked_params(symbol, params, &config)?;
@@ -136,6 +138,7 @@ pub unsafe fn launch_in_module<const N: usize>(
     params: &[args::KernelParam<'_>; N],
     buffers: &[BufferAccess<'_>],
 ) -> Result<()> {
+    stream.loan_check(signature.symbol)?;
     // As in `launch_embedded`, first (G18S-1).
     let mut driver_params = checked_params(signature.symbol, params, &config)?;
     let params = &mut driver_params[..];

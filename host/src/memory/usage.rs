@@ -662,17 +662,24 @@ fn held_by_this_thread<T>(record: &Mutex<T>) -> bool {
 pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[BufferAccess<'a>]], own_capture: bool) -> Result<Held<'a>> {
     let context = stream.context();
     let context_key = context.raw() as usize;
+    // G23R-2 (audit 2026-11-29d): captured, but not by ferrocuda: the owner of a
+    // `from_raw_in_owner_captures` stream records it (torch.cuda.graph). Its graph keeps the
+    // owner's memory alive for its replays, never ferrocuda's, so ferrocuda-owned memory (every
+    // access with a use record) is refused there instead of being recorded untracked.
+    let owner_capture = own_capture && stream.joins_owner_captures() && !stream.ours_captured();
     let mut any_shared = false;
     for buffer in lists.iter().flat_map(|list| list.iter()) {
         let Some(usage) = buffer.usage else { continue };
         let step = door_step(
             || !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()),
             own_capture,
+            owner_capture,
             || usage.is_fast(stream, buffer.access),
             || usage.is_shared(),
         );
         match step {
             Step::Refuse => return Err(Error::BufferInOtherContext { operation: operation.to_string(), argument: buffer.name }),
+            Step::RefuseOwned => return Err(Error::OwnedMemoryInOwnerCapture { operation: operation.to_string(), argument: buffer.name }),
             Step::Skip => {}
             Step::Shared => any_shared = true,
             Step::Order => usage.before_stream_work_slow(stream, buffer.access)?,
@@ -689,6 +696,8 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
 enum Step {
     /// Memory of another context the stream may not use.
     Refuse,
+    /// Ferrocuda-owned memory in a capture of the stream's owner (G23R-2).
+    RefuseOwned,
     /// Nothing to do: captured work (not tracked), or the stream is the fast one.
     Skip,
     /// Ordered under the record's lock, held until the work is queued ([`order_shared`]).
@@ -702,9 +711,11 @@ enum Step {
 /// the same number in every context), then ferrocuda's own capture, then the fast path (one
 /// load; never set while the record is shared), then whether the record is shared.
 #[inline(always)]
-fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, fast: impl FnOnce() -> bool, shared: impl FnOnce() -> bool) -> Step {
+fn door_step(other_context: impl FnOnce() -> bool, own_capture: bool, owner_capture: bool, fast: impl FnOnce() -> bool, shared: impl FnOnce() -> bool) -> Step {
     if other_context() {
         Step::Refuse
+    } else if owner_capture {
+        Step::RefuseOwned
     } else if own_capture || fast() {
         Step::Skip
     } else if shared() {
@@ -1119,12 +1130,25 @@ mod tests {
     #[test]
     fn d4_the_context_is_checked_before_the_fast_path() {
         let fast = || true;
-        assert_eq!(door_step(|| true, false, fast, || false), Step::Refuse, "another context's buffer, fast key equal: refused");
-        assert_eq!(door_step(|| true, true, fast, || false), Step::Refuse, "refused inside our own capture too");
-        assert_eq!(door_step(|| false, false, fast, || false), Step::Skip, "same context, fast: nothing to do");
-        assert_eq!(door_step(|| false, true, || panic!("captured work takes no fast path"), || false), Step::Skip);
-        assert_eq!(door_step(|| false, false, || false, || true), Step::Shared);
-        assert_eq!(door_step(|| false, false, || false, || false), Step::Order);
+        assert_eq!(door_step(|| true, false, false, fast, || false), Step::Refuse, "another context's buffer, fast key equal: refused");
+        assert_eq!(door_step(|| true, true, false, fast, || false), Step::Refuse, "refused inside our own capture too");
+        assert_eq!(door_step(|| false, false, false, fast, || false), Step::Skip, "same context, fast: nothing to do");
+        assert_eq!(door_step(|| false, true, false, || panic!("captured work takes no fast path"), || false), Step::Skip);
+        assert_eq!(door_step(|| false, false, false, || false, || true), Step::Shared);
+        assert_eq!(door_step(|| false, false, false, || false, || false), Step::Order);
+    }
+
+    /// G23R-2 (audit 2026-11-29d): in a capture by the owner of a `from_raw_in_owner_captures`
+    /// stream (torch.cuda.graph), ferrocuda-owned memory was skipped like any captured work and
+    /// recorded, untracked, into the owner's graph, whose replays used it after it was freed.
+    /// Now it is refused, whatever the fast path and sharing say; another context's buffer is
+    /// still refused as such first.
+    #[test]
+    fn g23r_2_owned_memory_is_refused_in_an_owner_capture() {
+        let never = || -> bool { panic!("an owner's capture decides before the fast path and the sharing") };
+        assert_eq!(door_step(|| false, true, true, never, never), Step::RefuseOwned);
+        assert_eq!(door_step(|| true, true, true, never, never), Step::Refuse, "the context check comes first");
+        assert_eq!(door_step(|| false, true, false, never, || false), Step::Skip, "ferrocuda's own capture: skipped as before");
     }
 
     /// A stream for the two-thread tests: `queued` counts the work queued on it, and each

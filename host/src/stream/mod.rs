@@ -77,6 +77,9 @@ struct StreamInner {
     /// owner captures it, work through the door is recorded into the owner's graph, untracked,
     /// instead of being refused (the constructor's contract covers what the graph uses).
     joins_owner_captures: bool,
+    /// Set by [`Stream::end_loan`]: every handle of this stream refuses kernel launches from
+    /// then on ([`Error::StreamLoanEnded`]).
+    loan_ended: AtomicBool,
     /// Held (shared) by work whose capture check must still hold when it is queued (an
     /// allocation, a buffer's free), and exclusively by what can make this stream start
     /// capturing (`begin_capture`, a wait on an event, which may join another capture): so
@@ -223,6 +226,7 @@ impl Stream {
             // handles leave ferrocuda only inside the door's closures.
             others_may_capture: AtomicBool::new(!owned && !raw.is_null()),
             joins_owner_captures,
+            loan_ended: AtomicBool::new(false),
             capture_mark: AtomicU64::new(0),
             capture_window: AtomicBool::new(false),
             tail_covers: AtomicBool::new(false),
@@ -457,6 +461,30 @@ impl Stream {
     /// then take only modules already loaded, as in ferrocuda's own captures.
     pub(crate) fn records_for_owner(&self) -> bool {
         self.inner.joins_owner_captures && matches!(self.foreign_capture_query(), Ok(true))
+    }
+
+    /// True for a stream made with [`Stream::from_raw_in_owner_captures`] (no driver query).
+    #[inline]
+    pub(crate) fn joins_owner_captures(&self) -> bool {
+        self.inner.joins_owner_captures
+    }
+
+    /// Ends a loan of this stream: from now on every handle of it (this one and all its
+    /// clones) refuses kernel launches with [`Error::StreamLoanEnded`]. For a lender that hands
+    /// a borrowed stream to code it does not control for the length of one call (a torch op's
+    /// launch: audit 2026-11-29d, G23R-2), so that a clone kept past the call cannot launch on a
+    /// handle its owner may destroy, or capture, later. Only launches are refused: the buffer
+    /// tracking still orders other streams after work queued here during the loan (an event
+    /// recorded on it), which must keep working. Cannot be undone.
+    pub fn end_loan(&self) {
+        self.inner.loan_ended.store(true, Ordering::Relaxed);
+    }
+
+    /// [`Error::StreamLoanEnded`] once [`Stream::end_loan`] was called on any handle of this
+    /// stream (one relaxed load, in the launch paths).
+    #[inline]
+    pub(crate) fn loan_check(&self, operation: &str) -> Result<()> {
+        if self.inner.loan_ended.load(Ordering::Relaxed) { Err(Error::StreamLoanEnded { operation: operation.to_string() }) } else { Ok(()) }
     }
 
     /// The driver's answer for [`Stream::capture_check`] (one `cuStreamIsCapturing`, plus a

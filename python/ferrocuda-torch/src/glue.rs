@@ -17,8 +17,8 @@
 //! the checks saw are read again, last, through a path that runs no Python code
 //! (`native.rs`: torch's C methods with `__torch_function__` and the Python dispatch keys
 //! off), and a call whose tensors changed meanwhile is refused (audit 2026-11-28h, G20R-3; the
-//! same read catches a subclass that reports a storage that is not its own). From there to the
-//! launch no Python code runs (see "Why the memory is there" below for what that rests on).
+//! same read catches a subclass that reports a storage that is not its own). And since session 23
+//! each tensor is read once more where a launch uses its slice (see "Why the memory is there").
 //!
 //! **Why the memory is there** (session 21: the argument used to end "the GIL keeps other
 //! threads' Python code out", which is not enough: torch's bindings release the GIL inside its
@@ -26,9 +26,16 @@
 //! lent by a `Call` is sound when (a) the address, size and layout it uses are the tensor's
 //! when the work is queued, (b) the memory stays allocated, and unused by anything else, until
 //! the work has run on the GPU, and (c) torch's own accesses to it are ordered with the work.
-//! - (a) On this thread: the values are read last by [`verify`] inside torch's C methods with
-//!   `__torch_function__` and the Python dispatch keys off ([`crate::native::NoHooks`]); from
-//!   there to the queuing nothing calls Python (no callback, property or hook). On other
+//! - (a) On this thread: the values are read last where the memory is used, by the slice's
+//!   `kernel_arg` (`Call::check_at_use`: what every launcher takes the address from), inside
+//!   torch's C methods with `__torch_function__` and the Python dispatch keys off
+//!   (`native::NoHooks`) and the collector paused; from there to the queuing only
+//!   ferrocuda's code runs (the launcher's other arguments, read the same way, and the door),
+//!   no callback, property or hook (session 23, G23R-1: the last read used to be `verify`'s,
+//!   at the call's start, and the op author's closure, which runs after it, could run Python
+//!   code or let the GIL go before its launches; a changed tensor now refuses the launch). A
+//!   tensor map made from a slice reads it when the map is made: keep no Python code between
+//!   the two (docs/interop.md). On other
 //!   threads: while this thread holds the GIL no Python code runs there, but torch code that a
 //!   thread entered earlier may (torch's bindings release the GIL around an op). Such code
 //!   changing one of this call's tensors (`resize_`, `set_`) while this thread reads it is a
@@ -38,16 +45,16 @@
 //!   uses it) before anything of ferrocuda's runs. ferrocuda cannot order another thread's C++
 //!   code, and it adds no race that torch's own op in its place would not have. The GIL is
 //!   what keeps other threads' *Python* code (a `del`, a `resize_()` called from Python, which
-//!   is not a race inside torch) from starting between the last read and the launch: **an op
-//!   must launch with the GIL held**, and the types enforce it (session 22): a `Call` is
+//!   is not a race inside torch) from starting between the last read and the launch: **a slice
+//!   is read and launched with the GIL held**, and the types enforce it (session 22): a `Call` is
 //!   `!Sync`, and the slices it lends ([`TensorSlice`], [`TensorSliceMut`]) are neither `Send`
 //!   nor `Sync`, and hand out nothing that is (no `Deref` to the host's `BorrowedSlice`, no
 //!   `DeviceView`): a closure given to `Python::detach` (which requires `Send`) or to another
 //!   thread cannot take them, so no launch of them can happen while another thread's Python code
 //!   runs and frees the memory (before session 22 the slices were `BorrowedSlice`s, which are
 //!   `Send`: moved into `detach`, they launched after the GIL was released).
-//! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor it
-//!   did not allocate itself is recorded on the launch stream (`record_stream`, in the hooks-off
+//! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor is
+//!   recorded on the launch stream (again at each use) (`record_stream`, in the hooks-off
 //!   section, before the last read): torch's caching allocator, when the memory is freed (a
 //!   `del`, a `resize_` after the call), reuses it only after the work queued on that stream by
 //!   then, which includes this call's (queued before the call returns and lets the tensors go).
@@ -59,19 +66,29 @@
 //! - The thread's current CUDA context is the caller's again when the `Call` ends: it pushes
 //!   the device's primary context for the call and pops it at its end (session 21: a call on
 //!   cuda:1 from a thread whose torch device is cuda:0 left cuda:1's context current, which is
-//!   `torch.cuda.current_device()` for torch afterwards).
+//!   `torch.cuda.current_device()` for torch afterwards). The `Call` is only ever lent by
+//!   reference ([`Call::with`], an op's launch), so its end cannot be skipped by `mem::forget`,
+//!   and the collector is paused only inside ferrocuda's own reads, never across the op
+//!   author's code (session 23, G23R-4).
+//! - (d) Inside `torch.cuda.graph` the work goes into torch's graph, which keeps torch's memory
+//!   alive for its replays, never ferrocuda's: the door refuses ferrocuda-owned memory on a
+//!   stream its owner captures (`Error::OwnedMemoryInOwnerCapture`), and the call's stream
+//!   launches no kernel after the call (`Stream::end_loan`), so a clone kept past it launches
+//!   nothing on a handle torch may destroy or capture later (copies and cuBLAS calls through such
+//!   a clone are not refused: docs/interop.md) (session 23, G23R-2).
 //!
 //! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
 //! tensor allocated on another stream and freed (or resized) after the call returns would be
 //! reused there while the kernel still reads or writes it. Torch's own ops leave that to the
-//! user (`Tensor.record_stream`); a `Call` does it itself: every tensor of the call that the
-//! call did not allocate itself is recorded on the current stream (`record_stream`, in the same
+//! user (`Tensor.record_stream`); a `Call` does it itself: every tensor of the call (its outputs
+//! too, and again at each use) is recorded on the current stream (`record_stream`, in the same
 //! no-Python-code section, before the last read), so the allocator reuses its memory only after
 //! the work queued on that stream so far. For a tensor allocated on the current stream the
 //! allocator returns at once (no event, no memory held longer); the cost is the call itself.
-//! The outputs an op allocates come from the current stream with every hook off (`op.rs`), and
-//! need neither the record nor the second read.
+//! The outputs an op allocates come from the current stream with every hook off (`op.rs`, torch's
+//! checked C `new_empty`), and are recorded and read back like the inputs all the same (G23R-3:
+//! the allocator, and the dtype objects it is given, were found by name).
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -168,7 +185,11 @@ fn dtypes(py: Python<'_>) -> PyResult<&'static [Py<PyAny>]> {
         return Ok(d);
     }
     let torch = py.import("torch")?;
-    let list = DType::ALL.iter().map(|d| torch.getattr(d.attribute()).map(Bound::unbind)).collect::<PyResult<Vec<_>>>()?;
+    // Each checked to be torch's C dtype of that name (G23R-3): outputs are allocated of them.
+    let list = DType::ALL
+        .iter()
+        .map(|d| torch.getattr(d.attribute()).and_then(|o| crate::native::checked_dtype(o, d.torch_name())).map(Bound::unbind))
+        .collect::<PyResult<Vec<_>>>()?;
     Ok(DTYPES.get_or_init(|| list))
 }
 
@@ -188,7 +209,7 @@ pub struct TensorInfo {
     /// The CUDA device index.
     pub device: usize,
     output: bool,
-    /// Allocated by the call itself, with no Python code of anyone's able to run (see [`verify`]).
+    /// Allocated by the call itself (for errors: it is read back like the rest, G23R-3).
     fresh: bool,
 }
 
@@ -205,10 +226,9 @@ impl DType {
 
 impl TensorInfo {
     /// A tensor that torch has just allocated for the call (`torch.empty_like` and kin) while
-    /// `hooks` kept every Python hook off: C-contiguous, of the given shape and dtype, on
-    /// `device`, in memory of torch's current stream; only its address is read from it (through
-    /// `hooks`). Nothing can change it before the launch (no Python code of anyone's runs in
-    /// between), so [`verify`] neither reads it again nor records it.
+    /// `hooks` kept every Python hook off, asked for C-contiguous, of the given shape and dtype,
+    /// on `device`; only its address is read here (through `hooks`). What the allocator returned
+    /// is not trusted: [`verify`] and each use read it back like an input (G23R-3).
     pub(crate) fn fresh(
         hooks: &crate::native::NoHooks<'_>,
         name: &'static str,
@@ -417,93 +437,135 @@ pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize>
     Ok(device)
 }
 
-/// The last step before a call's memory is used (see the [module docs](self)): with no Python
-/// code of anyone's able to run, records each of `objects` (the tensors `tensors` describe) on
-/// torch's current stream `stream` (`(device, raw handle)`; `None` in host-only mode, which
-/// launches nothing), then reads each tensor's address, element count, element size, layout and
-/// device again and refuses the call if any differs from what the checks saw. The outputs the
-/// call allocated itself ([`TensorInfo::fresh`]) are neither: they come from the current
-/// stream, with the hooks off, and no Python code ran since.
-///
-/// Returns the garbage collector paused ([`crate::native::GcPaused`]), from before the final
-/// read: keep it until the memory has been used (the launch queued).
-pub(crate) fn verify(
-    py: Python<'_>,
-    op: &str,
-    tensors: &[TensorInfo],
-    objects: &[Py<PyAny>],
-    stream: Option<(usize, usize)>,
-) -> PyResult<crate::native::GcPaused> {
-    let (tensors, objects): (Vec<&TensorInfo>, Vec<&Bound<'_, PyAny>>) =
-        tensors.iter().zip(objects).filter(|(t, _)| !t.fresh).map(|(t, o)| (t, o.bind(py))).unzip();
-    if tensors.is_empty() {
-        // Only tensors the call allocated itself, with no Python code run since.
-        return crate::native::GcPaused::enter(py);
-    }
-    let stream = stream.map(|(device, raw)| crate::native::current_stream_object(py, device, raw)).transpose()?;
-    let hooks = crate::native::NoHooks::enter(py)?;
-    // After the last Python code that may run (torch's `current_stream`, the guards' making).
+/// The check before a call's memory is lent (see the [module docs](self)): with no Python code
+/// of anyone's able to run, records each of `objects` (the tensors `tensors` describe) on torch's
+/// current stream `stream` (`None` in host-only mode, which launches nothing), then reads each
+/// tensor's address, element count, element size, layout and device again and refuses the call
+/// if any differs from what the checks saw. The outputs the call allocated itself
+/// ([`TensorInfo::fresh`]) are read too (G23R-3, audit 2026-11-29d: the allocator is not
+/// trusted either). The same check runs again for each tensor where its memory is used
+/// ([`Call::check_at_use`], G23R-1).
+pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>], stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+    let objects: Vec<&Bound<'_, PyAny>> = objects.iter().map(|o| o.bind(py)).collect();
+    // The collector paused before anything here allocates (a collection runs finalizers, which
+    // are Python code), and again after `record_stream`, a torch op that may let the GIL go
+    // (another thread may re-enable the collector meanwhile): no finalizer runs among the reads.
     let gc = crate::native::GcPaused::enter(py)?;
-    if let Some(stream) = &stream {
+    let hooks = crate::native::NoHooks::enter(py)?;
+    if let Some(stream) = stream {
         for object in &objects {
             hooks.record_stream(object, stream)?;
         }
     }
+    let gc_again = crate::native::GcPaused::enter(py)?;
     let now = hooks.read(&objects)?;
     drop(hooks);
-    for (t, n) in tensors.into_iter().zip(&now) {
-        let device_ok = match n.device {
-            crate::native::Device::Cuda(d) => d == t.device,
-            crate::native::Device::Cpu => host_only(),
-        };
-        if (n.address, n.numel, n.element_size) != (t.address, t.numel, t.dtype.size()) || !n.contiguous || !device_ok {
-            return Err(PyRuntimeError::new_err(format!(
-                "{op}: `{}` is not what it reported while the op read its arguments (address {:#x}, {} elements of {} bytes, cuda:{}, \
-                 contiguous; now {:#x}, {} of {} bytes, {:?}, contiguous: {}): Python code run during the call (a __torch_function__, \
-                 a property, a torch function or dispatch mode) resized or re-pointed it, or it reports a storage that is not its own. \
-                 Pass plain tensors (t.as_subclass(torch.Tensor)) and do not change them from hooks (audit 2026-11-28h, G20R-3)",
-                t.name,
-                t.address,
-                t.numel,
-                t.dtype.size(),
-                t.device,
-                n.address,
-                n.numel,
-                n.element_size,
-                n.device,
-                n.contiguous
-            )));
-        }
+    let outcome = tensors.iter().zip(&now).try_for_each(|(t, n)| compare(op, t, n));
+    drop(gc_again);
+    drop(gc);
+    outcome
+}
+
+/// What the checks saw of `t` against what it is now (`n`, read with the hooks off).
+fn compare(op: &str, t: &TensorInfo, n: &crate::native::Native) -> PyResult<()> {
+    let device_ok = match n.device {
+        crate::native::Device::Cuda(d) => d == t.device,
+        crate::native::Device::Cpu => host_only(),
+    };
+    if (n.address, n.numel, n.element_size) == (t.address, t.numel, t.dtype.size()) && n.contiguous && device_ok {
+        return Ok(());
     }
-    Ok(gc)
+    let role = if t.fresh { "an output the op allocated (torch.empty_like or torch.empty, or what a program put under their names)" } else { "an argument" };
+    Err(PyRuntimeError::new_err(format!(
+        "{op}: `{}` ({role}) is not what the op checked (address {:#x}, {} elements of {} bytes, cuda:{}, contiguous; now {:#x}, {} of \
+         {} bytes, {:?}, contiguous: {}): Python code run during the call (a __torch_function__, a property, a torch function or \
+         dispatch mode, a hook run by the op itself, another thread while the op let the GIL go) resized or re-pointed it, or it \
+         reports a storage that is not its own. Pass plain tensors (t.as_subclass(torch.Tensor)), do not change them from hooks, \
+         and do not rebind torch's functions (audit 2026-11-28h G20R-3, 2026-11-29d G23R-1/G23R-3)",
+        t.name,
+        t.address,
+        t.numel,
+        t.dtype.size(),
+        t.device,
+        n.address,
+        n.numel,
+        n.element_size,
+        n.device,
+        n.contiguous
+    )))
 }
 
 /// One op invocation on CUDA tensors (see the [module docs](self)).
+///
+/// Lent by reference only, to the closure of [`Call::with`] or of an [`Op`](crate::op::Op)'s
+/// launch: ferrocuda's own frame owns it, so what it restores when it ends (the thread's current
+/// context; the loan of its stream) cannot be skipped by `mem::forget` (G23R-4, audit
+/// 2026-11-29d).
+///
+/// ```compile_fail
+/// // The call cannot leave the closure it is lent to (nothing outside can own, so forget, it).
+/// fn keep(py: pyo3::Python<'_>, x: &pyo3::Bound<'_, pyo3::PyAny>) -> pyo3::PyResult<()> {
+///     let _escaped = ferrocuda_torch::glue::Call::with(py, "keep", &[("x", x)], &[], |call| Ok(call))?;
+///     Ok(())
+/// }
+/// ```
 pub struct Call {
     op: String,
     tensors: Vec<TensorInfo>,
     taken: RefCell<Vec<bool>>,
     stream: Stream,
+    /// torch's current stream (the `torch.cuda.Stream` of `stream`'s handle): what each use of
+    /// a tensor records it on ([`Call::check_at_use`]).
+    stream_object: Py<PyAny>,
     /// The device's primary context, pushed for the call and popped when it ends (after the
     /// stream, before the tensors, whose release may run Python code): the thread's current
     /// context is the caller's again (see the [module docs](self)).
     _current: CurrentGuard,
     /// The tensors themselves, so that their storage outlives every slice lent from `self`
-    /// even if the caller lets go of its references.
-    _keep: Vec<Py<PyAny>>,
-    /// The garbage collector paused from the final read (`verify`) to the end of the call
-    /// (its finalizers are Python code: [`crate::native::GcPaused`]).
-    _gc: crate::native::GcPaused,
+    /// even if the caller lets go of its references; read again at each use.
+    keep: Vec<Py<PyAny>>,
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        // G23R-2: a clone of the stream kept past the call launches no kernel from now on (torch
+        // may destroy the handle, or capture the stream later).
+        self.stream.end_loan();
+    }
 }
 
 impl Call {
     /// Reads and checks `inputs` and `outputs` (name and tensor), borrows torch's current
-    /// stream of their device. Refused, with an error that names the argument: a tensor that
-    /// is not a CUDA tensor, not contiguous, of an unknown dtype, on another device than the
-    /// first, or an output that overlaps any other argument; and a tensor that changed while
-    /// it was read (G20R-3: see the [module docs](self)). Launch before running any Python code:
-    /// the tensors were last read here.
-    pub fn new(py: Python<'_>, op: &str, inputs: &[(&'static str, &Bound<'_, PyAny>)], outputs: &[(&'static str, &Bound<'_, PyAny>)]) -> PyResult<Self> {
+    /// stream of their device, and runs `f` with the call. Refused, with an error that names the
+    /// argument: a tensor that is not a CUDA tensor, not contiguous, of an unknown dtype, on
+    /// another device than the first, or an output that overlaps any other argument; and a
+    /// tensor that changed while it was read (G20R-3: see the [module docs](self)).
+    ///
+    /// Each tensor is read again, with every Python hook off, where a launch uses its slice
+    /// ([`TensorSlice`]'s `kernel_arg`), so Python code that `f` runs (or lets run, releasing the
+    /// GIL) before its launches cannot move the memory under them: such a launch panics instead
+    /// (G23R-1, audit 2026-11-29d). When `f` returns, the stream's clones refuse launches and the
+    /// thread's current context is the caller's again (session 23: this replaces `Call::new`,
+    /// whose guards a `mem::forget` of the returned `Call` skipped, G23R-4).
+    ///
+    /// ```no_run
+    /// # use pyo3::prelude::*;
+    /// # fn scale(py: Python<'_>, x: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// ferrocuda_torch::glue::Call::with(py, "my_ops::scale", &[("x", x)], &[("out", out)], |call| {
+    ///     let (x, mut out) = (call.input::<f32>("x")?, call.output::<f32>("out")?);
+    ///     // my_kernels::scale::launch(call.stream(), config, &x, &mut out).map_err(ferrocuda_torch::glue::gpu_error)
+    ///     # let _ = (x, &mut out);
+    ///     Ok(())
+    /// })
+    /// # }
+    /// ```
+    pub fn with<R>(
+        py: Python<'_>,
+        op: &str,
+        inputs: &[(&'static str, &Bound<'_, PyAny>)],
+        outputs: &[(&'static str, &Bound<'_, PyAny>)],
+        f: impl FnOnce(&Call) -> PyResult<R>,
+    ) -> PyResult<R> {
         let mut tensors = Vec::with_capacity(inputs.len() + outputs.len());
         for (name, t) in inputs {
             tensors.push(read_tensor(py, op, name, t, false)?);
@@ -513,34 +575,64 @@ impl Call {
         }
         let keep = inputs.iter().chain(outputs).map(|(_, t)| (*t).clone().unbind()).collect();
         let device = check_tensors(op, &tensors)?;
-        Call::from_checked(py, op, tensors, keep, device)
+        let call = Call::from_checked(py, op, tensors, keep, device)?;
+        catch_refusal(|| f(&call))
     }
 
     /// A call of `tensors` (read and checked by [`check_tensors`], which gave `device`), holding
-    /// `keep` (the tensors themselves) for its life.
+    /// `keep` (the tensors themselves) for its life. Crate-private: the `Call` must stay in
+    /// ferrocuda's frame (G23R-4).
     pub(crate) fn from_checked(py: Python<'_>, op: &str, tensors: Vec<TensorInfo>, keep: Vec<Py<PyAny>>, device: usize) -> PyResult<Self> {
         if host_only() {
             return Err(PyRuntimeError::new_err(format!("{op}: host-only mode (the overhead benchmark's, set_host_only) is on: nothing may launch")));
         }
         let context = context(device)?;
         let raw = torch_current_stream(py, device)?;
-        // The last Python calls of the call (G20R-2's `record_stream`, G20R-3's final read), none
-        // of which runs anyone's Python code; from here to the launch none runs at all.
-        let gc = verify(py, op, &tensors, &keep, Some((device, raw)))?;
+        let stream_object = crate::native::current_stream_object(py, device, raw)?;
+        // G20R-2's `record_stream` and G20R-3's read, none of which runs anyone's Python code;
+        // each use of a tensor reads it again (`check_at_use`).
+        verify(py, op, &tensors, &keep, Some(&stream_object))?;
         // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
         // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
         // is kept alive by torch's current-stream state while it is current, which it is for
-        // this call, and every clone of this `Stream` ends with the call). Work queued on it
-        // during a torch capture uses only the tensors of this call (borrowed memory, which
-        // the caller of a `torch.cuda.graph` keeps alive for its replays, as for every torch
-        // op) and kernels of `context`, which stays loaded for the life of the process
-        // (`context` above); nothing here allocates ferrocuda memory (the library's
-        // allocations are refused during a capture, AllocationInCapture).
+        // this call), and every clone of this `Stream` refuses kernel launches once the call
+        // ends (`end_loan` in `Drop`; the `Call` is never owned by code outside this crate);
+        // other work through a kept clone is a documented residual (docs/interop.md).
+        // Work queued on it during a torch capture may use only memory torch keeps alive for
+        // the graph: the door refuses ferrocuda-owned memory there (G23R-2,
+        // `Error::OwnedMemoryInOwnerCapture`), and the slices this call lends are torch's
+        // tensors, re-read at each use; kernels of `context`, which stays loaded for the life
+        // of the process (`context` above); an explicitly loaded `Module`'s launch declares its
+        // globals at the door, so it is refused there too (docs/interop.md).
         let current = context.push_current().map_err(gpu_error)?;
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        Ok(Call { op: op.to_string(), tensors, taken, stream, _current: current, _keep: keep, _gc: gc })
+        Ok(Call { op: op.to_string(), tensors, taken, stream, stream_object: stream_object.unbind(), _current: current, keep })
+    }
+
+    /// Reads tensor `index` again, with every Python hook off, just before its memory is handed
+    /// to a launch (G23R-1, audit 2026-11-29d): records it on the launch stream, then compares
+    /// its address, element count, element size, layout and device with what the call checked.
+    /// From the read to the launch only ferrocuda's code runs (the launcher's other arguments,
+    /// each read the same way, and the door), with the collector paused for the read.
+    fn check_at_use(&self, index: usize) -> PyResult<()> {
+        Python::attach(|py| {
+            // As in `verify`: the collector paused before anything allocates (an earlier
+            // argument of the same launch, already read, must not be freed by a finalizer that a
+            // collection here runs), and again after `record_stream`.
+            let gc = crate::native::GcPaused::enter(py)?;
+            let object = self.keep[index].bind(py);
+            let hooks = crate::native::NoHooks::enter(py)?;
+            hooks.record_stream(object, self.stream_object.bind(py))?;
+            let gc_again = crate::native::GcPaused::enter(py)?;
+            let now = hooks.read(&[object]);
+            drop(hooks);
+            let outcome = now.and_then(|now| compare(&self.op, &self.tensors[index], &now[0]));
+            drop(gc_again);
+            drop(gc);
+            outcome
+        })
     }
 
     /// The stream to launch on (torch's current stream).
@@ -578,7 +670,7 @@ impl Call {
     /// The input `name` as a read-only borrowed slice of `T` (its dtype must be `T`'s), for
     /// this thread, with the GIL held ([`TensorSlice`]).
     pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<TensorSlice<'_, T>> {
-        let (_, info) = self.typed::<T>(name, false)?;
+        let (index, info) = self.typed::<T>(name, false)?;
         // SAFETY: the memory of a live CUDA tensor of this device: `self` holds a reference to
         // the tensor, and its address, size, layout and device were read last by `verify`, after
         // which no Python code of this thread runs before the launch (and another thread's torch
@@ -592,7 +684,7 @@ impl Call {
         // threads"): another thread's torch op, running without the GIL, that frees the memory
         // between `verify` and the launch, as it would under torch's own ops.
         let slice = unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
-        Ok(TensorSlice { slice, _gil_bound: PhantomData })
+        Ok(TensorSlice { slice, call: self, index, _gil_bound: PhantomData })
     }
 
     /// The output `name` as a writable borrowed slice of `T`; each output can be taken once.
@@ -604,10 +696,27 @@ impl Call {
             return Err(PyValueError::new_err(format!("{}: the output `{name}` was taken twice", self.op)));
         }
         taken[index] = true;
-        // SAFETY: as in `input`; besides, no other argument overlaps it (`Call::new`) and it is
+        // SAFETY: as in `input`; besides, no other argument overlaps it (`check_tensors`) and it is
         // lent once (`taken`), so this is the only access to its memory for the call.
         let slice = unsafe { BorrowedSliceMut::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
-        Ok(TensorSliceMut { slice, _gil_bound: PhantomData })
+        Ok(TensorSliceMut { slice, call: self, index, _gil_bound: PhantomData })
+    }
+}
+
+/// The panic of a launch refused where a tensor's memory is used ([`TensorSlice`]'s
+/// `kernel_arg`, which cannot return an error: G23R-1), with the error's text; turned back into
+/// a `RuntimeError` by [`catch_refusal`].
+pub(crate) struct RefusedAtUse(String);
+
+/// Runs `f` (an op's launch, a [`Call::with`] closure), turning a launch refused at use
+/// ([`RefusedAtUse`]) into the `RuntimeError` it stands for; any other panic goes on.
+pub(crate) fn catch_refusal<R>(f: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(outcome) => outcome,
+        Err(payload) => match payload.downcast::<RefusedAtUse>() {
+            Ok(refused) => Err(PyRuntimeError::new_err(refused.0)),
+            Err(other) => std::panic::resume_unwind(other),
+        },
     }
 }
 
@@ -616,7 +725,7 @@ impl Call {
 ///
 /// Neither `Send` nor `Sync` (session 22). The tensor's memory is known to be there only while
 /// no Python code runs between the call's last read of the tensor and the launch, which the GIL,
-/// held by the op's thread from [`Call::new`] to its end, ensures (see the
+/// held by the op's thread from [`Call::with`] to its end, ensures (see the
 /// [module docs](self), "Why the memory is there"). A slice that could move to another thread,
 /// or into `Python::detach` (which releases the GIL and requires `Send`), could be launched
 /// after another thread's Python code freed the memory (`del`, `resize_`). It exposes nothing
@@ -632,6 +741,9 @@ impl Call {
 /// ```
 pub struct TensorSlice<'a, T> {
     slice: BorrowedSlice<'a, T>,
+    /// The call and the tensor's index in it: read again at each use ([`Call::check_at_use`]).
+    call: &'a Call,
+    index: usize,
     /// `!Send` and `!Sync`: the slice is valid only on the thread holding the GIL for the call.
     _gil_bound: PhantomData<*const ()>,
 }
@@ -651,6 +763,9 @@ pub struct TensorSlice<'a, T> {
 /// ```
 pub struct TensorSliceMut<'a, T> {
     slice: BorrowedSliceMut<'a, T>,
+    /// As for [`TensorSlice`].
+    call: &'a Call,
+    index: usize,
     /// As for [`TensorSlice`].
     _gil_bound: PhantomData<*const ()>,
 }
@@ -680,9 +795,20 @@ macro_rules! tensor_slice_common {
             pub fn is_empty(&self) -> bool {
                 self.slice.is_empty()
             }
-            /// The tensor's device address (`data_ptr()`, as read last by the call).
+            /// The tensor's device address (`data_ptr()`, as read by the call).
             pub fn device_ptr(&self) -> u64 {
                 self.slice.device_ptr()
+            }
+
+            /// The tensor read again before its memory goes to a launch ([`Call::check_at_use`]).
+            /// `kernel_arg` cannot return an error, so a tensor that changed since the call
+            /// checked it (Python code run meanwhile freed or moved its memory) is a panic
+            /// ([`RefusedAtUse`]): the launch never happens, and the call ([`Call::with`], an
+            /// op) turns it into a `RuntimeError`.
+            fn checked_at_use(&self) {
+                if let Err(error) = self.call.check_at_use(self.index) {
+                    std::panic::panic_any(RefusedAtUse(format!("ferrocuda_torch: launch refused (G23R-1): {error}")));
+                }
             }
         }
 
@@ -693,10 +819,12 @@ macro_rules! tensor_slice_common {
         }
 
         // SAFETY: the borrowed slice's own argument (memory of `len` valid `T`s for the borrow,
-        // with its use tracking), unchanged.
+        // with its use tracking), given only after the tensor was read again, here, where the
+        // launch uses it (G23R-1: `check_at_use`).
         unsafe impl<T> DeviceRead<T> for $ty<'_, T> {
             #[inline]
             fn kernel_arg(&self) -> SliceArg<'_> {
+                self.checked_at_use();
                 self.slice.kernel_arg()
             }
         }
@@ -710,6 +838,7 @@ tensor_slice_common!(TensorSliceMut);
 unsafe impl<T> DeviceWrite<T> for TensorSliceMut<'_, T> {
     #[inline]
     fn kernel_arg_mut(&mut self) -> SliceArg<'_> {
+        self.checked_at_use();
         self.slice.kernel_arg_mut()
     }
 }

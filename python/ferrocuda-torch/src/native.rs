@@ -59,13 +59,11 @@ struct Api {
     /// `clone` and `new_empty`, `copy_`: the CPU path's copies in and out (G21R-1).
     #[cfg_attr(not(feature = "library"), allow(dead_code))]
     clone: Py<PyAny>,
-    #[cfg_attr(not(feature = "library"), allow(dead_code))]
     new_empty: Py<PyAny>,
     #[cfg_attr(not(feature = "library"), allow(dead_code))]
     copy_: Py<PyAny>,
-    /// The getters of `requires_grad` and `device`.
+    /// The getter of `requires_grad`.
     requires_grad: Py<PyAny>,
-    device: Py<PyAny>,
     /// The getters of the `is_cuda` and `is_cpu` properties (`TensorBase.is_cuda.__get__`).
     is_cuda: Py<PyAny>,
     is_cpu: Py<PyAny>,
@@ -169,6 +167,24 @@ pub(crate) fn c_function<'py>(object: Bound<'py, PyAny>, name: &str, what: &str)
     // SAFETY: reads the object's type pointer.
     if unsafe { pyo3::ffi::Py_TYPE(owner.as_ptr()) } != &raw mut pyo3::ffi::PyModule_Type {
         return Err(replaced(what));
+    }
+    Ok(object)
+}
+
+/// `object` checked to be torch's dtype `name` (`torch.float32`, ...): an instance of torch's
+/// static C type `torch.dtype` whose C `repr` is `name` (G23R-3's second instance, audit
+/// 2026-11-29d: `torch.float32` is a module attribute Python code can rebind, to another dtype of
+/// another element size, and the outputs a call allocates are made of it).
+pub(crate) fn checked_dtype<'py>(object: Bound<'py, PyAny>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    let ty = object.get_type();
+    if !is_static_named(&ty, "torch", &["dtype"])? {
+        return Err(replaced(name));
+    }
+    // SAFETY: a live object; `PyObject_Repr` of an instance of a static type runs its C `tp_repr`
+    // (no Python code); returns a new reference or null with an exception set.
+    let repr = unsafe { Bound::from_owned_ptr_or_err(object.py(), pyo3::ffi::PyObject_Repr(object.as_ptr())) }?;
+    if repr.extract::<String>()? != name {
+        return Err(replaced(name));
     }
     Ok(object)
 }
@@ -325,7 +341,6 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
         new_empty: method("new_empty")?,
         copy_: method("copy_")?,
         requires_grad: getter("requires_grad")?,
-        device: getter("device")?,
         is_cuda: getter("is_cuda")?,
         is_cpu: getter("is_cpu")?,
         // Python code of torch's (`torch.cuda.current_stream`); what it returns is checked
@@ -569,9 +584,15 @@ impl<'py> NoHooks<'py> {
         self.call(&self.api.data_ptr, tensor)?.extract()
     }
 
-    /// `tensor.device` (torch's getter, not a property a subclass may define).
-    pub(crate) fn device_object(&self, tensor: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        self.call(&self.api.device, tensor)
+    /// A new tensor of `shape` and torch dtype `dtype` on `like`'s device, from torch's caching
+    /// allocator on the current stream (a capture's pool during a capture): torch's C method
+    /// `TensorBase.new_empty`, called unbound on `like` (G23R-3, audit 2026-11-29d: not
+    /// `torch.empty_like` or `torch.empty`, module attributes Python code can rebind). What it
+    /// returns is read back all the same (`glue::verify`).
+    pub(crate) fn new_empty(&self, like: &Bound<'py, PyAny>, shape: &[usize], dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let kwargs = pyo3::types::PyDict::new(self.py);
+        kwargs.set_item(intern!(self.py, "dtype"), dtype)?;
+        self.api.new_empty.bind(self.py).call((like, shape.to_vec()), Some(&kwargs))
     }
 
     /// The shape of `tensor`.

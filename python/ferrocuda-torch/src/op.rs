@@ -31,7 +31,7 @@
 //! (`scale_add(Tensor x, Tensor y, float alpha) -> Tensor`), and as its CUDA implementation
 //! a Rust function (no Python in between) that checks the tensors (declared dtypes, `like`
 //! shapes, CUDA, one device, contiguous, no overlap; errors name the argument), allocates the
-//! outputs with torch (`torch.empty_like`/`new_empty`, so a `torch.cuda.graph` capture takes
+//! outputs with torch (its C `Tensor.new_empty`, so a `torch.cuda.graph` capture takes
 //! them from its pool) and calls your launch with a [`Call`] on torch's current stream,
 //! zero-copy; a fake implementation for `torch.compile` (the outputs' shapes and dtypes from
 //! their [`Shape`] rules, no launch); and, with [`Op::backward`], autograd through another
@@ -445,10 +445,11 @@ impl Op {
         }
         // The outputs, allocated by torch like their input (so on its device, from its
         // allocator: a capture's pool during a capture), with every Python hook off: no mode or
-        // subclass code runs in between (which could switch streams, or change an input), so
-        // they come from torch's current stream and need no second look (`glue::verify`). One
-        // section from here to the final read (`glue::verify`'s own `NoHooks` nests in this
-        // one): torch's guards are entered and left once per call.
+        // subclass code runs in between (which could switch streams, or change an input). They
+        // are read back like the inputs all the same (`glue::verify`, and at each use: G23R-3),
+        // since a scratch length closure (`Op::scratch`) is the op author's code and runs among
+        // them (G23R-1). One section from here to the check (`glue::verify`'s own `NoHooks`
+        // nests in this one): torch's guards are entered and left once per call.
         let hooks = crate::native::NoHooks::enter(py)?;
         let mut returned = Vec::with_capacity(self.outputs.len());
         for output in &self.outputs {
@@ -460,11 +461,8 @@ impl Op {
                 OutputShape::Scratch(len) => vec![len(&Inputs { op, tensors: &tensors[..self.inputs.len()] }, &scalars)?],
             };
             let dtype = output.dtype.unwrap_or(like.dtype);
-            let tensor = if shape == like.shape && dtype == like.dtype {
-                py_empty_like(py, like_tensor)?
-            } else {
-                py_new_empty(py, &hooks.device_object(like_tensor)?, &shape, dtype)?
-            };
+            // torch's checked C method, and the result read back in `glue::verify` (G23R-3).
+            let tensor = hooks.new_empty(like_tensor, &shape, dtype.object(py)?)?;
             if glue::host_only_zeros() {
                 tensor.call_method0(intern!(py, "zero_"))?;
             }
@@ -489,7 +487,8 @@ impl Op {
             let call = Call::from_checked(py, op, tensors, keep, device)?;
             // The launch itself runs with the hooks as the caller had them.
             drop(hooks);
-            launch(&call, &scalars)?;
+            // A launch refused where it used a tensor (G23R-1) is a RuntimeError.
+            glue::catch_refusal(|| launch(&call, &scalars))?;
         }
         Ok(match returned.len() {
             0 => py.None(),
@@ -534,34 +533,6 @@ impl Op {
         }
         spec.set_item("launch", self.launcher(py)?)?;
         Ok(spec)
-    }
-}
-
-/// `torch.empty_like(like)` (C-contiguous: `like` is).
-fn py_empty_like<'py>(py: Python<'py>, like: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    static EMPTY_LIKE: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
-    if EMPTY_LIKE.get().is_none() {
-        let f = py.import("torch")?.getattr("empty_like")?.unbind();
-        let _ = EMPTY_LIKE.set(f);
-    }
-    EMPTY_LIKE.get().expect("set above").bind(py).call1((like,))
-}
-
-/// `torch.empty(*shape, dtype=dtype, device=device)` (the sizes as separate arguments:
-/// torch parses them faster than a tuple; measured by `bench/overhead_cpu.py`).
-fn py_new_empty<'py>(py: Python<'py>, device: &Bound<'py, PyAny>, shape: &[usize], dtype: DType) -> PyResult<Bound<'py, PyAny>> {
-    static EMPTY: std::sync::OnceLock<Py<PyAny>> = std::sync::OnceLock::new();
-    if EMPTY.get().is_none() {
-        let f = py.import("torch")?.getattr("empty")?.unbind();
-        let _ = EMPTY.set(f);
-    }
-    let kwargs = PyDict::new(py);
-    kwargs.set_item(intern!(py, "dtype"), dtype.object(py)?)?;
-    kwargs.set_item(intern!(py, "device"), device)?;
-    let empty = EMPTY.get().expect("set above").bind(py);
-    match shape {
-        [] => empty.call((PyTuple::empty(py),), Some(&kwargs)),
-        _ => empty.call(PyTuple::new(py, shape)?, Some(&kwargs)),
     }
 }
 
