@@ -373,7 +373,11 @@ mod tests {
     /// whose drop pops the driver's stack and restores what was current before a.
     #[test]
     fn f4_guards_dropped_out_of_order_hand_their_restore_target_to_the_guard_above() {
-        let mut guards = vec![Entry { id: 1, pushed: ctx(1), previous: "before a" }, Entry { id: 2, pushed: ctx(2), previous: "before b" }, Entry { id: 3, pushed: ctx(3), previous: "before c" }];
+        let mut guards = vec![
+            Entry { id: 1, pushed: ctx(1), previous: "before a" },
+            Entry { id: 2, pushed: ctx(2), previous: "before b" },
+            Entry { id: 3, pushed: ctx(3), previous: "before c" },
+        ];
         let b = remove_entry(&mut guards, 2).unwrap();
         assert_eq!(b.above.len(), 1, "c was pushed after b: b's entry is removed from under it, nothing becomes current");
         assert_eq!(guards[1].previous, "before b", "c now restores what b would have restored");

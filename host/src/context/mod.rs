@@ -178,6 +178,11 @@ impl Context {
     /// It is the one call besides [`Context::bind_to_thread`] that leaves a context current
     /// (as `cudaSetDevice` does for the runtime): every other ferrocuda call leaves the
     /// thread's current context as it found it, whatever the kind of context (session 22).
+    ///
+    /// # Errors
+    /// [`Error::BindInsideGuard`] while a [`CurrentGuard`] (or a door call's `work`) is alive
+    /// on this thread and another context is current (see [`Context::bind_to_thread`]): use
+    /// [`Context::push_current`] on a handle taken before; the driver's errors.
     pub fn primary(ordinal: usize) -> Result<Self> {
         let context = Self::retain_primary(ordinal)?;
         context.bind_to_thread()?;
