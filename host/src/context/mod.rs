@@ -725,7 +725,7 @@ impl Drop for ContextInner {
 /// driver's context stack unless it is current already. True when pushed (then popped by
 /// [`unbind_after_teardown`], or by `cuCtxDestroy`, which pops a context current on the
 /// calling thread), so the context current before comes back without ferrocuda keeping its
-/// handle (see [`Context::bind`]). `None` when it could not be made current.
+/// handle (see [`Context::bind`]). The driver's error when it could not be made current.
 ///
 /// Not pushed when current already (G23S-2): the context is then on top without an entry of
 /// this thread's guards and binds naming it (each recorded entry's context is alive, held by its
@@ -733,16 +733,16 @@ impl Drop for ContextInner {
 /// that `bind_to_thread` left outside every guard (refused inside one) or one that another
 /// library's `cuCtxSetCurrent` put in place of a guard's push; that guard's drop then finds its
 /// push gone and pops nothing (`current.rs`).
-fn bind_for_teardown(raw: sys::CUcontext) -> Option<bool> {
+fn bind_for_teardown(raw: sys::CUcontext) -> std::result::Result<bool, DriverError> {
     let mut current = std::ptr::null_mut();
     // SAFETY: writes one handle.
-    unsafe { driver::context::get_current(&mut current) }.ok()?;
+    unsafe { driver::context::get_current(&mut current) }?;
     if current == raw {
-        return Some(false);
+        return Ok(false);
     }
     // SAFETY: the context is alive until its teardown ends.
-    unsafe { driver::context::push_current(raw) }.ok()?;
-    Some(true)
+    unsafe { driver::context::push_current(raw) }?;
+    Ok(true)
 }
 
 /// Pops what [`bind_for_teardown`] pushed.
@@ -768,7 +768,7 @@ fn still_hung(inner: &mut ContextInner) -> bool {
         return false;
     }
     let markers = std::mem::take(inner.hung.get_mut().unwrap_or_else(|p| p.into_inner()));
-    let pushed = bind_for_teardown(inner.raw);
+    let pushed = bind_for_teardown(inner.raw).ok();
     if pushed.is_none() {
         return true;
     }
@@ -806,11 +806,14 @@ struct Teardown {
 impl Teardown {
     fn run(mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
-        let pushed = bind_for_teardown(self.raw);
+        let bound = bind_for_teardown(self.raw);
+        let pushed = bound.ok();
         // Kernels of the embedded modules may still run (their stream and last handles may be
         // gone, with only scalar or raw-pointer arguments): wait before unloading the code (S1).
+        // Not bound, a wait would be another context's (G23S-3's class): the bind's error
+        // stands for the wait's.
         // SAFETY: no arguments; the context is current (set above).
-        let waited = unsafe { driver::context::synchronize() };
+        let waited = bound.and_then(|_| unsafe { driver::context::synchronize() });
         if !wait_ended_the_work(waited) {
             // G23S-3: the wait was refused (another thread's global-mode capture bars it, or the
             // context could not be made current) and the kernels may still run: unloading their
@@ -824,7 +827,7 @@ impl Teardown {
                  teardown ({}); the context, its kernel modules and its panic record are left to the end of the process \
                  instead of being freed under kernels that may still run (call `Context::synchronize()` before dropping \
                  the last handle, outside any other thread's stream capture, to release the context)",
-                waited.err().map_or_else(|| "the context could not be made current".to_string(), |e| e.to_string())
+                waited.err().map_or_else(String::new, |e| e.to_string())
             );
             std::mem::forget(std::mem::take(&mut self.embedded));
             std::mem::forget(std::mem::replace(&mut self.panic_record, ContextRecord::new(self.raw)));
@@ -860,13 +863,15 @@ impl Teardown {
 /// Whether a teardown's context-wide wait (`cuCtxSynchronize`) means that no kernel of the
 /// context runs any more, so its modules, its panic record and the context may be freed
 /// (G23S-3, audit 2026-11-29e): it returned, or it reported a sticky error (the context faulted,
-/// which ends its kernels). Any other error (the driver refused the wait during another thread's
-/// global-mode capture: `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, `_IMPLICIT`, ...) leaves them
-/// possibly running.
+/// which ends its kernels), or the driver is shutting down (`CUDA_ERROR_DEINITIALIZED`, at the
+/// process's exit: no work runs, and the later calls fail harmlessly). Any other error (the
+/// driver refused the wait during another thread's global-mode capture:
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, `_IMPLICIT`, ...; the context could not be made
+/// current, so no wait ran) leaves them possibly running.
 fn wait_ended_the_work(waited: std::result::Result<(), DriverError>) -> bool {
     match waited {
         Ok(()) => true,
-        Err(error) => error.is_sticky(),
+        Err(error) => error.is_sticky() || error.code == sys::CUresult::CUDA_ERROR_DEINITIALIZED,
     }
 }
 
@@ -922,6 +927,7 @@ mod tests {
         use sys::CUresult::*;
         let failed = |code| Err(DriverError { call: "cuCtxSynchronize", code });
         assert!(wait_ended_the_work(Ok(())));
+        assert!(wait_ended_the_work(failed(CUDA_ERROR_DEINITIALIZED)), "the driver is shutting down: no work runs");
         for sticky in [CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ASSERT] {
             assert!(wait_ended_the_work(failed(sticky)), "{sticky:?}: the context faulted, its kernels ended");
         }
