@@ -943,6 +943,14 @@ mod tests {
         }
     }
 
+    /// G23S-2: the refusal of `bind_to_thread` inside a guard names the call and what to do.
+    #[test]
+    fn g23s_2_the_refusal_inside_a_guard_says_what_to_use() {
+        let message = Error::BindInsideGuard { operation: "Context::bind_to_thread (or Context::primary)" }.to_string();
+        assert!(message.starts_with("Context::bind_to_thread"), "{message}");
+        assert!(message.contains("Context::push_current") && message.contains("after the guard drops"), "{message}");
+    }
+
     #[test]
     fn p12_the_teardown_after_a_timeout_leaks_instead_of_waiting() {
         assert!(teardown_leaks(true));
