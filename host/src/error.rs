@@ -799,6 +799,22 @@ pub enum Error {
         /// What is wrong and what to do.
         problem: String,
     },
+    /// [`Context::bind_to_thread`](crate::Context::bind_to_thread) (or
+    /// [`Context::primary`](crate::Context::primary), which calls it) on a thread where a
+    /// [`CurrentGuard`](crate::CurrentGuard) or one of ferrocuda's own binds (the `work` of a
+    /// door call such as `Stream::enqueue`) is alive, for a context that is not current
+    /// (G23S-2, audit 2026-11-29e): it would replace that guard's entry on the thread's context
+    /// stack with a context the guard does not keep alive, and the guard's drop would then pop
+    /// or re-push the wrong context. Nothing was changed.
+    #[error(
+        "{operation}: called while a `push_current` guard (or the work of a door call such as `Stream::enqueue`) is alive \
+         on this thread; making another context current for good would replace the guard's entry on the thread's context \
+         stack. Use `Context::push_current` (a guard) inside, or call it after the guard drops"
+    )]
+    BindInsideGuard {
+        /// The call refused.
+        operation: &'static str,
+    },
 }
 
 /// The part of [`Error::CaptureFailed`]'s message that names the drops of the capture.

@@ -12,7 +12,7 @@ use crate::DeviceLimits;
 use crate::EmbeddedModule;
 use crate::KernelSignature;
 use crate::device::Device;
-use crate::driver;
+use crate::driver::{self, DriverError};
 use crate::embedded::LoadedEmbedded;
 use crate::error::{Error, Result};
 use crate::loader::init;
@@ -178,6 +178,11 @@ impl Context {
     /// It is the one call besides [`Context::bind_to_thread`] that leaves a context current
     /// (as `cudaSetDevice` does for the runtime): every other ferrocuda call leaves the
     /// thread's current context as it found it, whatever the kind of context (session 22).
+    ///
+    /// # Errors
+    /// [`Error::BindInsideGuard`] while a [`CurrentGuard`] (or a door call's `work`) is alive
+    /// on this thread and another context is current (see [`Context::bind_to_thread`]): use
+    /// [`Context::push_current`] on a handle taken before; the driver's errors.
     pub fn primary(ordinal: usize) -> Result<Self> {
         let context = Self::retain_primary(ordinal)?;
         context.bind_to_thread()?;
@@ -256,7 +261,23 @@ impl Context {
     /// the libraries over it for their own allocations on this thread, which are destroyed
     /// with the context (G20R-4): prefer [`Context::push_current`], whose guard restores the
     /// previous context.
+    ///
+    /// # Errors
+    /// [`Error::BindInsideGuard`] when the context is not current and a
+    /// [`CurrentGuard`] (or the `work` of a door call such as
+    /// [`Stream::enqueue`](crate::Stream::enqueue)) is alive on this thread (G23S-2, audit
+    /// 2026-11-29e): making it current for good would replace that guard's entry on the
+    /// thread's context stack with a context the guard does not keep alive. Use
+    /// [`Context::push_current`] there.
     pub fn bind_to_thread(&self) -> Result<()> {
+        if current::entries_alive() {
+            let mut top = std::ptr::null_mut();
+            // SAFETY: writes one handle.
+            unsafe { driver::context::get_current(&mut top) }?;
+            if top != self.inner.raw {
+                return Err(Error::BindInsideGuard { operation: "Context::bind_to_thread (or Context::primary)" });
+            }
+        }
         self.bind()?.keep();
         Ok(())
     }
@@ -297,7 +318,7 @@ impl Context {
             unsafe { driver::context::push_current(self.inner.raw) }?;
             // Counted with the `push_current` guards (G23S-1): a guard dropped or made inside
             // this bind (a door call's `work`) steps over this push or is stepped over by it.
-            restore = Some((self.inner.raw, current::bind_pushed()));
+            restore = Some((self.inner.raw, current::bind_pushed(self.inner.raw)));
         }
         self.note_current();
         Ok(Bound { restore, _not_send: std::marker::PhantomData })
@@ -704,17 +725,24 @@ impl Drop for ContextInner {
 /// driver's context stack unless it is current already. True when pushed (then popped by
 /// [`unbind_after_teardown`], or by `cuCtxDestroy`, which pops a context current on the
 /// calling thread), so the context current before comes back without ferrocuda keeping its
-/// handle (see [`Context::bind`]). `None` when it could not be made current.
-fn bind_for_teardown(raw: sys::CUcontext) -> Option<bool> {
+/// handle (see [`Context::bind`]). The driver's error when it could not be made current.
+///
+/// Not pushed when current already (G23S-2): the context is then on top without an entry of
+/// this thread's guards and binds naming it (each recorded entry's context is alive, held by its
+/// guard or bind's caller, and this one is dying), so the destroy's pop takes either an entry
+/// that `bind_to_thread` left outside every guard (refused inside one) or one that another
+/// library's `cuCtxSetCurrent` put in place of a guard's push; that guard's drop then finds its
+/// push gone and pops nothing (`current.rs`).
+fn bind_for_teardown(raw: sys::CUcontext) -> std::result::Result<bool, DriverError> {
     let mut current = std::ptr::null_mut();
     // SAFETY: writes one handle.
-    unsafe { driver::context::get_current(&mut current) }.ok()?;
+    unsafe { driver::context::get_current(&mut current) }?;
     if current == raw {
-        return Some(false);
+        return Ok(false);
     }
     // SAFETY: the context is alive until its teardown ends.
-    unsafe { driver::context::push_current(raw) }.ok()?;
-    Some(true)
+    unsafe { driver::context::push_current(raw) }?;
+    Ok(true)
 }
 
 /// Pops what [`bind_for_teardown`] pushed.
@@ -740,7 +768,7 @@ fn still_hung(inner: &mut ContextInner) -> bool {
         return false;
     }
     let markers = std::mem::take(inner.hung.get_mut().unwrap_or_else(|p| p.into_inner()));
-    let pushed = bind_for_teardown(inner.raw);
+    let pushed = bind_for_teardown(inner.raw).ok();
     if pushed.is_none() {
         return true;
     }
@@ -778,11 +806,34 @@ struct Teardown {
 impl Teardown {
     fn run(mut self) {
         // Modules first, while the context still exists; errors cannot be reported from Drop.
-        let pushed = bind_for_teardown(self.raw);
+        let bound = bind_for_teardown(self.raw);
+        let pushed = bound.ok();
         // Kernels of the embedded modules may still run (their stream and last handles may be
         // gone, with only scalar or raw-pointer arguments): wait before unloading the code (S1).
+        // Not bound, a wait would be another context's (G23S-3's class): the bind's error
+        // stands for the wait's.
         // SAFETY: no arguments; the context is current (set above).
-        let _ = unsafe { driver::context::synchronize() };
+        let waited = bound.and_then(|_| unsafe { driver::context::synchronize() });
+        if !wait_ended_the_work(waited) {
+            // G23S-3: the wait was refused (another thread's global-mode capture bars it, or the
+            // context could not be made current) and the kernels may still run: unloading their
+            // code, freeing the panic record they write and destroying the context would pull
+            // those out from under them. Leak all three, visibly, as the explicit `Module`'s drop
+            // does when its wait fails. The record stays registered (its kernels may still write
+            // it, and a later error of the process may still read it).
+            unbind_after_teardown(pushed);
+            eprintln!(
+                "ferrocuda: the last handle of a context was dropped, but the driver refused the context-wide wait before its \
+                 teardown ({}); the context, its kernel modules and its panic record are left to the end of the process \
+                 instead of being freed under kernels that may still run (call `Context::synchronize()` before dropping \
+                 the last handle, outside any other thread's stream capture, to release the context)",
+                waited.err().map_or_else(String::new, |e| e.to_string())
+            );
+            std::mem::forget(std::mem::take(&mut self.embedded));
+            std::mem::forget(std::mem::replace(&mut self.panic_record, ContextRecord::new(self.raw)));
+            std::mem::forget(self.keep_alive.take());
+            return;
+        }
         self.embedded.clear();
         // SAFETY: the context's work has finished (synchronised above, or the context faulted,
         // which ends its kernels), its embedded modules are unloaded, and no explicit module,
@@ -806,6 +857,21 @@ impl Teardown {
         }
         .ok();
         drop(self.keep_alive.take());
+    }
+}
+
+/// Whether a teardown's context-wide wait (`cuCtxSynchronize`) means that no kernel of the
+/// context runs any more, so its modules, its panic record and the context may be freed
+/// (G23S-3, audit 2026-11-29e): it returned, or it reported a sticky error (the context faulted,
+/// which ends its kernels), or the driver is shutting down (`CUDA_ERROR_DEINITIALIZED`, at the
+/// process's exit: no work runs, and the later calls fail harmlessly). Any other error (the
+/// driver refused the wait during another thread's global-mode capture:
+/// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, `_IMPLICIT`, ...; the context could not be made
+/// current, so no wait ran) leaves them possibly running.
+fn wait_ended_the_work(waited: std::result::Result<(), DriverError>) -> bool {
+    match waited {
+        Ok(()) => true,
+        Err(error) => error.is_sticky() || error.code == sys::CUresult::CUDA_ERROR_DEINITIALIZED,
     }
 }
 
@@ -851,6 +917,38 @@ mod tests {
         }
         drop(inside);
         assert!(refuse_in_host_callback(&KERNELS).is_ok(), "the refusal outlived the callback");
+    }
+
+    /// G23S-3 (audit 2026-11-29e): the teardown frees only after a wait that ended the work:
+    /// it returned, or the context faulted (sticky). A refused wait (another thread's
+    /// global-mode capture) or any other error leaks the context, its modules and its record.
+    #[test]
+    fn g23s_3_the_teardown_frees_only_after_a_wait_that_ended_the_work() {
+        use sys::CUresult::*;
+        let failed = |code| Err(DriverError { call: "cuCtxSynchronize", code });
+        assert!(wait_ended_the_work(Ok(())));
+        assert!(wait_ended_the_work(failed(CUDA_ERROR_DEINITIALIZED)), "the driver is shutting down: no work runs");
+        for sticky in [CUDA_ERROR_ILLEGAL_ADDRESS, CUDA_ERROR_LAUNCH_FAILED, CUDA_ERROR_ASSERT] {
+            assert!(wait_ended_the_work(failed(sticky)), "{sticky:?}: the context faulted, its kernels ended");
+        }
+        for refused in [
+            CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+            CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+            CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+            CUDA_ERROR_NOT_PERMITTED,
+            CUDA_ERROR_INVALID_CONTEXT,
+            CUDA_ERROR_LAUNCH_TIMEOUT,
+        ] {
+            assert!(!wait_ended_the_work(failed(refused)), "{refused:?}: the kernels may still run, the teardown must leak");
+        }
+    }
+
+    /// G23S-2: the refusal of `bind_to_thread` inside a guard names the call and what to do.
+    #[test]
+    fn g23s_2_the_refusal_inside_a_guard_says_what_to_use() {
+        let message = Error::BindInsideGuard { operation: "Context::bind_to_thread (or Context::primary)" }.to_string();
+        assert!(message.starts_with("Context::bind_to_thread"), "{message}");
+        assert!(message.contains("Context::push_current") && message.contains("after the guard drops"), "{message}");
     }
 
     #[test]
