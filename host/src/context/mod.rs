@@ -190,10 +190,17 @@ impl Context {
     }
 
     /// [`Context::primary`] without making the context current: the handle of the device's
-    /// primary context, retained (shared with every other handle of it). For adopting another
-    /// library's primary context (`crate::borrowed`), which must not change the thread's
-    /// current context (session 22).
-    pub(crate) fn retain_primary(ordinal: usize) -> Result<Self> {
+    /// primary context, retained (shared with every other handle of it), the thread's current
+    /// context left as it is. For adopting another library's primary context
+    /// (`crate::borrowed`, PyTorch's in ferrocuda-torch), which must not change the thread's
+    /// current context (session 22), and for use inside a [`CurrentGuard`] or a door call's
+    /// work, where [`Context::primary`] is refused (G23S-2). ferrocuda's calls bind the context
+    /// for their own driver calls; hold [`Context::push_current`] around raw driver calls.
+    ///
+    /// # Errors
+    /// [`Error::NoDriver`], [`Error::NoDevice`] for an ordinal the driver does not see, and the
+    /// driver's errors.
+    pub fn retain_primary(ordinal: usize) -> Result<Self> {
         init()?;
         let device = Device::get(ordinal)?;
         let mut registry = PRIMARY.lock().unwrap_or_else(|poisoned| poisoned.into_inner());

@@ -356,33 +356,11 @@ pub fn context(ordinal: usize) -> PyResult<Context> {
     if let Some(context) = contexts.iter().find(|c| c.device().ordinal() == ordinal) {
         return Ok(context.clone());
     }
-    let context = primary_keeping_current(ordinal)?;
+    // Retained without being made current (G23S-2: `Context::primary` binds it, which is
+    // refused inside a guard such as an open `Call`'s; nothing here needs it current).
+    let context = Context::retain_primary(ordinal).map_err(gpu_error)?;
     contexts.push(context.clone());
     Ok(context)
-}
-
-/// [`Context::primary`] (which makes the primary context current in place of the thread's
-/// current one) with the thread's current context current again afterwards, restored through
-/// the driver's context stack: the current context is pushed once more first (named only while
-/// it is current here, with no other code run in between), `primary` replaces that copy, and
-/// the pop brings the original entry back, whatever its owner did to it meanwhile (see
-/// `Context::bind` in the host crate). With no context current, the pop leaves none.
-fn primary_keeping_current(ordinal: usize) -> PyResult<Context> {
-    use ferrocuda_host::driver::context as ctx;
-    let mut before = std::ptr::null_mut();
-    // SAFETY: writes one handle.
-    unsafe { ctx::get_current(&mut before) }.map_err(gpu_error)?;
-    if !before.is_null() {
-        // SAFETY: the thread's current context, alive (current here), pushed once more; popped
-        // below.
-        unsafe { ctx::push_current(before) }.map_err(gpu_error)?;
-    }
-    let context = Context::primary(ordinal);
-    let mut popped = std::ptr::null_mut();
-    // SAFETY: pops the entry pushed above (or, with none current before, the one `primary`
-    // set on the empty stack); `primary` pushes nothing (it sets the top entry).
-    let _ = unsafe { ctx::pop_current(&mut popped) };
-    context.map_err(gpu_error)
 }
 
 /// A ferrocuda error as a Python `RuntimeError`.
