@@ -180,7 +180,7 @@ impl Borrowed {
         if bytes > 0 {
             check_range(&home, ptr, bytes, std::mem::align_of::<T>(), std::any::type_name::<T>())?;
         }
-        let usage = Arc::new(BufferUsage::new(home.context(), home.clone()));
+        let usage = Arc::new(BufferUsage::lent(home.context(), home.clone()));
         Ok(Borrowed { ptr, len, usage, home })
     }
 }

@@ -53,6 +53,11 @@ pub struct BufferUsage {
     /// reached through the safe `DeviceSlice::usage`, forgot the kernel still writing it, and
     /// its host copies and its free no longer waited for that kernel).
     library: bool,
+    /// Made by [`BufferUsage::lent`]: memory another library lent (a borrowed view: a torch
+    /// tensor, a cudarc slice), which its owner keeps alive, not ferrocuda. Inside a capture by
+    /// a borrowed stream's owner (torch.cuda.graph) such memory is the owner's to keep for the
+    /// replays, and passes; ferrocuda-owned memory is refused there (G23R-2).
+    lent: bool,
     state: Mutex<UseState>,
     /// The raw handle of a stream that may read the buffer with no wait and no bookkeeping
     /// (it is the last writer, or already ordered after it); 0 for none. The launch path
@@ -265,10 +270,18 @@ impl BufferUsage {
             context_key: context.raw() as usize,
             shared: AtomicBool::new(false),
             library: false,
+            lent: false,
             state: Mutex::new(UseState { writer: Some(writer), readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
         }
+    }
+
+    /// The record of memory another library lent ([`BufferUsage::new`] otherwise): its owner,
+    /// not ferrocuda, keeps it alive, so a capture by that owner may record it (G23R-2's
+    /// refusal is for ferrocuda-owned memory only).
+    pub(crate) fn lent(context: &Context, writer: Stream) -> Self {
+        BufferUsage { lent: true, ..Self::new(context, writer) }
     }
 
     /// Memory in `context` that no work has used yet (pinned host memory, a library's work
@@ -279,6 +292,7 @@ impl BufferUsage {
             context_key: context.raw() as usize,
             shared: AtomicBool::new(false),
             library: false,
+            lent: false,
             state: Mutex::new(UseState { writer: None, readers: Vec::new() }),
             fast_read: AtomicUsize::new(0),
             fast_write: AtomicUsize::new(0),
@@ -665,7 +679,8 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
     // G23R-2 (audit 2026-11-29d): captured, but not by ferrocuda: the owner of a
     // `from_raw_in_owner_captures` stream records it (torch.cuda.graph). Its graph keeps the
     // owner's memory alive for its replays, never ferrocuda's, so ferrocuda-owned memory (every
-    // access with a use record) is refused there instead of being recorded untracked.
+    // access with a use record but a lent view's, `BufferUsage::lent`: torch's own tensors lent
+    // to an op pass) is refused there instead of being recorded untracked.
     let owner_capture = own_capture && stream.joins_owner_captures() && !stream.ours_captured();
     let mut any_shared = false;
     for buffer in lists.iter().flat_map(|list| list.iter()) {
@@ -673,7 +688,7 @@ pub(crate) fn order_buffers<'a>(stream: &Stream, operation: &str, lists: &[&[Buf
         let step = door_step(
             || !buffer.any_context && usage.context_key != context_key && !context.can_use_memory_of(usage.context.raw()),
             own_capture,
-            owner_capture,
+            owner_capture && !usage.lent,
             || usage.is_fast(stream, buffer.access),
             || usage.is_shared(),
         );
