@@ -61,6 +61,10 @@ def _op_or_skip(test):
         import g23r_op
     except ImportError as error:
         _skip(test, f"the g23r_op module (tests/g23r_op, built with maturin) is not importable ({error}); set G23R_OP_PATH")
+    if not hasattr(g23r_op, "scale_add_into"):
+        # `import g23r_op` found the crate's source folder beside this file (a namespace
+        # package), not the built extension.
+        _skip(test, f"g23r_op resolved to {list(getattr(g23r_op, '__path__', []))}, not the built module (tests/g23r_op, built with maturin); set G23R_OP_PATH")
     return torch, g23r_op
 
 
