@@ -114,6 +114,16 @@ pub enum BuildError {
         /// Which dependency or `extern crate` item, as a sentence.
         problem: String,
     },
+    /// The running build script was compiled for another package of the same name: cargo gave
+    /// two packages of one name, built into one target directory, one build directory.
+    BuildScriptOfAnotherCrate {
+        /// The package name both have.
+        package: String,
+        /// The crate directory the build script names (`KernelBuilder::new`'s argument).
+        compiled_for: PathBuf,
+        /// The package cargo ran it for (`CARGO_MANIFEST_DIR` at run time).
+        running_for: PathBuf,
+    },
     /// A file or process operation failed.
     Io {
         /// What was being done.
@@ -242,6 +252,9 @@ impl fmt::Display for BuildError {
                  names (`ferrocuda-device = {{ .. }}`), and give a crate of your own another name",
                 manifest.display()
             ),
+            Self::BuildScriptOfAnotherCrate { package, compiled_for, running_for } => {
+                f.write_str(&crate::same_name::explain(package, compiled_for, running_for))
+            }
             Self::Io { what, source } => write!(f, "{what}: {source}"),
         }
     }

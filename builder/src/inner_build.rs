@@ -48,7 +48,7 @@ impl InnerBuild<'_> {
         }
         let mut emit = std::ffi::OsString::from("--emit=asm=");
         emit.push(asm);
-        command.args(["--", "-Clinker=/bin/true"]).arg(emit).arg(allow_features());
+        command.args(["--", "-Clinker=/bin/true"]).arg(emit).arg(allow_features()).arg(crate_identity(self.manifest));
         clean_environment(&mut command);
         let profile = if self.release { "RELEASE" } else { "DEV" };
         command
@@ -96,6 +96,25 @@ impl InnerBuild<'_> {
             Err(e) => Err(BuildError::Io { what: format!("reading the PTX {}", asm.display()), source: e }),
         }
     }
+}
+
+/// `-Cmetadata=ferrocuda-<hash of the manifest's absolute path>` for the kernel crate only.
+///
+/// Cargo names a package's build directory and fingerprint by a hash of its name, version and
+/// path *relative to its workspace root*, so two kernel crates of one name, each the root of its
+/// own workspace (a template copied twice, two checkouts), built into one target directory get
+/// one build directory. Had the second's sources older timestamps than the first's build, cargo
+/// would call it up to date and emit no PTX for it. `cargo rustc`'s extra arguments are part of
+/// that fingerprint, so this one, different for each crate's path, makes the switch a rebuild
+/// of the kernel crate alone (`core` and the device library stay shared). rustc takes several
+/// `-C metadata` values and mixes them all into the crate's symbol hashes; kernel entry points
+/// are `#[no_mangle]` and keep their names.
+fn crate_identity(manifest: &Path) -> String {
+    let path = std::path::absolute(manifest).unwrap_or_else(|_| manifest.to_path_buf());
+    let path = path.canonicalize().unwrap_or(path);
+    // FNV-1a: stable across Rust versions and runs (std's `DefaultHasher` promises neither).
+    let hash = path.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    format!("-Cmetadata=ferrocuda-{hash:016x}")
 }
 
 /// The unstable language features a kernel crate may enable: what `#[kernel]` entry points
@@ -415,7 +434,8 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
         let command = build.command(Path::new("/t/sm_80"), &["-Ctarget-cpu=sm_80".into(), "--cfg".into(), "x".into()], Path::new("/out/k.sm_80.s"));
         let args: Vec<String> = command.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         let separator = args.iter().position(|a| a == "--").expect("a -- separator");
-        assert_eq!(&args[separator + 1..], ["-Clinker=/bin/true", "--emit=asm=/out/k.sm_80.s", "-Zallow-features=abi_ptx,asm_experimental_arch"]);
+        assert_eq!(&args[separator + 1..separator + 4], ["-Clinker=/bin/true", "--emit=asm=/out/k.sm_80.s", "-Zallow-features=abi_ptx,asm_experimental_arch"]);
+        assert!(args[separator + 4].starts_with("-Cmetadata=ferrocuda-") && args.len() == separator + 5, "{args:?}");
         assert!(!args[..separator].iter().any(|a| a.contains("emit") || a.contains("target-cpu")), "{args:?}");
         let env: Vec<(String, String)> =
             command.get_envs().filter_map(|(k, v)| Some((k.to_string_lossy().into_owned(), v?.to_string_lossy().into_owned()))).collect();
@@ -423,6 +443,17 @@ warning: `k` (lib) generated 3 warnings (run `cargo fix --lib -p k` to apply 1 s
         assert!(env.contains(&("CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS".into(), "false".into())), "Q11: the profile's overflow checks are explicit: {env:?}");
         assert!(env.contains(&("RUSTC".into(), "/tc/rustc".into())) && env.contains(&("RUSTC_BOOTSTRAP".into(), "1".into())), "{env:?}");
         assert_eq!(build.dep_info_file(Path::new("/t/sm_80")), Path::new("/t/sm_80/nvptx64-nvidia-cuda/release/k.d"));
+    }
+
+    /// Two kernel crates of one name in one target directory (session 23's fixtorch: the
+    /// template's `my-kernels` and a copy of it) get different device-build fingerprints, so
+    /// cargo never takes one's build for the other's.
+    #[test]
+    fn s24_kernel_crates_of_one_name_at_two_paths_get_different_identities() {
+        let (a, b) = (crate_identity(Path::new("/a/my-kernels/Cargo.toml")), crate_identity(Path::new("/b/my-kernels/Cargo.toml")));
+        assert_ne!(a, b);
+        assert_eq!(a, crate_identity(Path::new("/a/my-kernels/Cargo.toml")), "stable for one path");
+        assert_eq!(a.len(), "-Cmetadata=ferrocuda-".len() + 16, "{a}");
     }
 
     /// Session 22: `RUSTC_BOOTSTRAP=1` (for `-Zbuild-std`) opened every nightly feature to the

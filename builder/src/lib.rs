@@ -41,6 +41,7 @@ mod occupancy;
 mod ptx_isa;
 mod ptx_text;
 mod ptxas;
+mod same_name;
 mod toolchain;
 
 use std::collections::BTreeSet;
@@ -508,6 +509,9 @@ impl KernelBuilder {
             (None, None) => return Err(BuildError::NoOutDir),
         };
         let out_dir = std::path::absolute(&out_dir).unwrap_or(out_dir);
+        if let (true, Some(running)) = (in_build_script, self.env.var("CARGO_MANIFEST_DIR")) {
+            same_name::check_build_script_crate(&self.crate_dir, Path::new(&running))?;
+        }
         let manifest = self.crate_dir.join("Cargo.toml");
         let crate_name = manifest::lib_crate_name(&manifest)?;
         manifest::check_generated_paths(&manifest, &crate_name)?;

@@ -9,6 +9,17 @@ use crate::BuildError;
 /// with `-` replaced by `_` (cargo's rule). A minimal reader: the first `name = "..."` line of
 /// each table.
 pub fn lib_crate_name(manifest: &Path) -> Result<String, BuildError> {
+    let (package, lib) = names(manifest)?;
+    lib.or(package.map(|p| p.replace('-', "_"))).ok_or_else(|| BuildError::NotACrate { manifest: manifest.to_path_buf() })
+}
+
+/// The `[package] name` of the `Cargo.toml` at `manifest`, if it has one.
+pub fn package_name(manifest: &Path) -> Result<Option<String>, BuildError> {
+    Ok(names(manifest)?.0)
+}
+
+/// The first `name = "..."` of the `[package]` and `[lib]` tables.
+fn names(manifest: &Path) -> Result<(Option<String>, Option<String>), BuildError> {
     let text = std::fs::read_to_string(manifest).map_err(|e| BuildError::Io { what: format!("reading {}", manifest.display()), source: e })?;
     let (mut package, mut lib) = (None, None);
     let mut table = String::new();
@@ -24,7 +35,7 @@ pub fn lib_crate_name(manifest: &Path) -> Result<String, BuildError> {
             }
         }
     }
-    lib.or(package.map(|p| p.replace('-', "_"))).ok_or_else(|| BuildError::NotACrate { manifest: manifest.to_path_buf() })
+    Ok((package, lib))
 }
 
 /// The extern names the code `#[kernel]` generates resolves through absolute paths
