@@ -67,7 +67,7 @@ class Attack:
     def arm(self):
         # Called with no record_stream in flight: x and y are held alike (the call's `keep`, the
         # op's arguments, this object), so their difference is the base; inside record_stream(t)
-        # the argument tuple adds one to t's count (+1: x's window, -1: y's).
+        # the argument tuple adds to t's count (above the base: x's window, below: y's).
         self.base = self.skew()
         self.armed = True
 
@@ -76,7 +76,7 @@ class Attack:
             if not self.armed:
                 continue
             d = self.skew() - self.base
-            seen = "x" if d == 1 else "y" if d == -1 else None
+            seen = "x" if d > 0 else "y" if d < 0 else None
             if seen is None or (self.windows and self.windows[-1] == seen):
                 continue
             self.windows.append(seen)
