@@ -20,7 +20,8 @@ CUDA context: run it last, or alone):
            memory for `victim` (torch's cache hands the same block back).
   nohook   torch.ops.g23r1.scale_add_hook(x, y, alpha) with no hook at all (an op declared with
            `Op`, what the library's ops are): the thread counts windows (verify's x, y, then the
-           at-use x, y) and strikes in the second `y` window.
+           at-use x, y) and strikes in the second `y` window. `nohook3`: in the third (in case a
+           getter of the first reads lets the GIL go too, which would add an x, y pair).
   control  as `hook`, but the thread strikes in `x`'s own window (before x's at-use read): the
            launch must be refused (G23R-1's fix working), HELD.
   fault    as `hook`, but `x`'s memory goes back to the driver (torch.cuda.empty_cache()): the
@@ -80,7 +81,7 @@ class Attack:
             if seen is None or (self.windows and self.windows[-1] == seen):
                 continue
             self.windows.append(seen)
-            want = {"control": ["x"], "nohook": ["x", "y", "x", "y"]}.get(MODE, ["x", "y"])
+            want = {"control": ["x"], "nohook": ["x", "y"] * 2, "nohook3": ["x", "y"] * 3}.get(MODE, ["x", "y"])
             if self.windows == want:
                 self.strike()
 
@@ -103,15 +104,16 @@ def main(mode):
     y = torch.full((N,), 2.0, device="cuda")
     out = torch.zeros(N, device="cuda")
     torch.cuda.synchronize()
-    attack = Attack(x, y, arm_at_hook=MODE != "nohook")
-    if MODE == "nohook":
+    nohook = MODE.startswith("nohook")
+    attack = Attack(x, y, arm_at_hook=not nohook)
+    if nohook:
         g23r_op.set_hook(None)
         attack.arm()  # before the op: its verify windows (x, y) come first, then the at-use ones
     thread = threading.Thread(target=attack.run, daemon=True)
     thread.start()
     outcome = "launched"
     try:
-        if MODE == "nohook":
+        if nohook:
             out = torch.ops.g23r1.scale_add_hook(x, y, 3.0)
         else:
             g23r_op.scale_add_into(x, y, out, 3.0, attack.arm)
