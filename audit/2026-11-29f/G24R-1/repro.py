@@ -81,8 +81,16 @@ class Attack:
             if seen is None or (self.windows and self.windows[-1] == seen):
                 continue
             self.windows.append(seen)
-            want = {"control": ["x"], "nohook": ["x", "y"] * 2, "nohook3": ["x", "y"] * 3}.get(MODE, ["x", "y"])
-            if self.windows == want:
+            if MODE == "control":
+                hit = self.windows == ["x"]
+            elif MODE.startswith("nohook"):
+                hit = self.windows == ["x", "y"] * (3 if MODE == "nohook3" else 2)
+            else:
+                # Armed after verify: any y window is y's at-use check, so x's is over (the
+                # H200 run of 11:18 showed the thread missing some windows: the GIL's hand-off
+                # on a short release is a race, so x's own window need not have been seen).
+                hit = seen == "y"
+            if hit:
                 self.strike()
 
     def strike(self):
@@ -97,8 +105,18 @@ class Attack:
             self.struck = "freed, reused by victim at %#x" % self.victim.data_ptr()
 
 
+TRIAL = [0]
+
+
+def trial_is_not_last():
+    TRIAL[0] += 1
+    return TRIAL[0] < TRIALS
+
+
 def main(mode):
     global MODE
+    if MODE != mode:
+        TRIAL[0] = 0
     MODE = mode
     x = torch.full((N,), 1.0, device="cuda")
     y = torch.full((N,), 2.0, device="cuda")
@@ -121,6 +139,8 @@ def main(mode):
         outcome = "refused: %s" % str(error)[:200]
     attack.done = True
     thread.join(5)
+    if attack.struck is None and trial_is_not_last():
+        return False
     print("mode", MODE, "| windows seen", attack.windows, "| attack:", attack.struck, "| op:", outcome)
     try:
         torch.cuda.synchronize()
@@ -129,17 +149,23 @@ def main(mode):
         sync = "FAULT: %s" % str(error).splitlines()[0]
     print("synchronize:", sync)
     if attack.struck is None or outcome != "launched":
-        print("HELD (no window, or the launch was refused)")
-        return
+        print("HELD (no window in %d trials, or the launch was refused)" % TRIAL[0])
+        return True
     if MODE == "fault":
         print("UNSOUND" if sync != "ok" else "UNCLEAR (no fault: the segment was not unmapped)", "- the kernel was launched with x's address %#x after torch freed it to the driver" % attack.x_address)
-        return
+        return True
     same = attack.victim.data_ptr() == attack.x_address
     head = out[:4].tolist() if sync == "ok" else None
     print("x's storage now %d bytes; victim at %#x == x's old address %#x: %s; out[:4] %s (3*1+2 = 5.0 if x's stale bytes were read)" % (
         x.untyped_storage().nbytes(), attack.victim.data_ptr(), attack.x_address, same, head))
-    print("UNSOUND - the kernel read memory torch freed after the launch's last check of x" + (", now victim's" if same else ""))
+    print("UNSOUND - the kernel read memory torch freed after the launch's last check of x" + (", now victim's" if same else ""), "(trial %d)" % TRIAL[0])
+    return True
+
+
+TRIALS = 200  # the hand-off of the GIL in a short release is a race: try until the thread strikes
 
 
 for mode in MODES:
-    main(mode)
+    for trial in range(TRIALS):
+        if main(mode) or mode == "control" and trial >= 20:
+            break

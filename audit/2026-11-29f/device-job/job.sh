@@ -14,11 +14,11 @@ nvidia-smi -L > "$R/gpu.txt" 2>&1
 step() { local log=$1 name=$2 limit=$3; shift 3; { echo "== $name ($(date +%T))"; timeout "$limit" "$@" 2>&1; echo "rc=$? $name"; } >> "$R/$log.txt"; }
 g23r=$(mktemp -d)
 for w in "$HERE"/g23r_torch_op-*.whl; do "$py" -m zipfile -e "$w" "$g23r"; done
-step g24r1 "G24R-1 control hook nohook nohook3 hook" 10 env PYTHONPATH="$g23r" "$py" "$HERE/g24r1_repro.py" control hook nohook nohook3 hook
+step g24r1 "G24R-1 control hook nohook hook" 11 env PYTHONPATH="$g23r" "$py" "$HERE/g24r1_repro.py" control hook nohook hook
 if ls "$HERE"/g24r2_torch_op-*.whl >/dev/null 2>&1; then
   g24r2=$(mktemp -d)
   for w in "$HERE"/g24r2_torch_op-*.whl; do "$py" -m zipfile -e "$w" "$g24r2"; done
-  step g24r2 "G24R-2 nested calls" 7 env PYTHONPATH="$g24r2" "$py" "$HERE/g24r2_repro.py"
+  step g24r2 "G24R-2 nested calls" 6 env PYTHONPATH="$g24r2" "$py" "$HERE/g24r2_repro.py"
   rm -rf "$g24r2"
 elif [ -f "$HERE/G24R-2-BUILD.txt" ]; then
   { echo "== G24R-2: the op crate did not build against this commit"; tail -n 20 "$HERE/G24R-2-BUILD.txt"; } >> "$R/g24r2.txt"
