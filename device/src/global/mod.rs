@@ -24,6 +24,7 @@
 //! | `DisjointSlice<T, GridSlices>` | slices of `n` elements every `stride` (`cols(name = (n, stride))`): thread `i = blockIdx.x * blockDim.x + threadIdx.x` owns element `blockIdx.y stride + i` for `i < n`, named by its [`SliceCell`] (llm.c's `copy_and_cast_kernel`) |
 //! | `DisjointSlice<T, BlockRowsX16>` | rows as `BlockRows`, each cut into a head (elements before the first 16-byte boundary), 16-byte vectors and a tail, the same split in every thread; thread `t` owns head/tail elements and vectors `t + blockDim.x j` of each run ([`RowX16`]: vLLM's vectorised rows with a scalar tail, any width) |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
+//! | `DisjointSlice<T, PermutedRows>` | thread index `i = (q a + x) b + y` owns row `(q b + y) a + x` of `cols` elements (`cols(name = (cols, a, b))`): a thread per row at a permuted row (llm.c's attention softmax, thread `(b, t, h)` -> row `(b, h, t)`), read and written with plain accesses, named by its [`ThreadIndex`] |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
 //! | `DisjointSlice<T, ByLastBlock>` | only the last block of a `Handoff`, through [`LastBlock::finish`]: its thread `t` reads and writes elements `t, t + blockDim.x, ...` (relaxed 16-byte accesses) |
@@ -81,6 +82,7 @@ mod matrix;
 mod micro_tile;
 mod order;
 mod per_block;
+mod permuted_rows;
 mod planes;
 mod row_tiles;
 mod segment_rows;
@@ -106,6 +108,7 @@ pub mod partition {
     pub use super::matrix::Cells;
     pub use super::micro_tile::ThreadTiles;
     pub use super::per_block::Blocks;
+    pub use super::permuted_rows::PermutedRows;
     pub use super::planes::Planes;
     pub use super::row_tiles::RowTiles;
     pub use super::segment_rows::SegmentRows;
@@ -144,7 +147,9 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
+pub use partition::PermutedRows;
 pub use partition::{BlockRows, BlockRowsX16, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
+pub use permuted_rows::PermutedRowIndex;
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
