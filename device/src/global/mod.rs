@@ -252,15 +252,17 @@ impl NoShape for () {
 }
 
 /// The shape of a row-major partition, which `#[kernel(cols(..))]` gives: a width (`u32`),
-/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`, elements and stride for `GridSlices`).
+/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`, elements and stride for `GridSlices`),
+/// or three (`(u32, u32, u32)`: `PermutedRows`'s columns and radices).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`)",
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`, `(cols, a, b)` for `PermutedRows`)",
     label = "not a row-major matrix output"
 )]
 pub trait LaunchShape: Copy {}
 impl LaunchShape for u32 {}
 impl LaunchShape for (u32, u32) {}
+impl LaunchShape for (u32, u32, u32) {}
 
 /// The bounds panic of every output type's checked access. On the GPU through
 /// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and
