@@ -100,10 +100,17 @@ pub struct PermutedRowIndex {
 /// `i = (q a + x) b + y` -> `(q b + y) a + x`.
 #[inline(always)]
 fn permuted(i: u32, a: u32, b: u32) -> PermutedRowIndex {
-    // SAFETY (the three assumptions): `check_launch` refused any other radices before the
-    // launch, and the shape is the same in every thread.
-    unsafe { core::hint::assert_unchecked(a != 0 && b != 0 && u64::from(a) * u64::from(b) <= u64::from(u32::MAX)) };
-    let group = a * b;
+    // `a, b >= 1` and `a b <= u32::MAX` (`check_launch`): the product does not wrap and no
+    // divisor is zero. Said one fact at a time (LLVM does not split a conjunction), so that the
+    // divisions have no panic path.
+    let group = a.wrapping_mul(b);
+    // SAFETY: `check_launch` refused any other radices before the launch, and the shape is the
+    // same in every thread.
+    unsafe {
+        core::hint::assert_unchecked(b != 0);
+        core::hint::assert_unchecked(group != 0);
+        core::hint::assert_unchecked(group / b == a);
+    }
     let (q, r) = (i / group, i % group);
     let (x, y) = (r / b, r % b);
     let row = u64::from(q) * u64::from(group) + u64::from(y * a + x);
