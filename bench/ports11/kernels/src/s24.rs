@@ -272,6 +272,72 @@ pub fn s24_row_sum_two_barriers(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
     }
 }
 
+/// [`written_out_sum`] with two barriers, with the block's 3-D rank and size
+/// (`rank_in_block()`, `block_size()`, what the library reads) instead of `threadIdx.x` and
+/// `blockDim.x`: what the any-shape bookkeeping costs (the mid-session call: the library's
+/// `sum` 0.767 of CUB, the written-out fold with the same two barriers 0.888).
+#[kernel]
+pub fn s24_row_sum_two_barriers_rank3d(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
+    let Some(s) = row_partial(x, cols) else { return };
+    let slots = shared_array![f32; 32];
+    let tid = ferrocuda_device::thread::rank_in_block();
+    // `% 32`: a block has at most 1024 threads, which the compiler does not know of a 3-D rank
+    // (the slot index would keep a bounds check and the kernel a panic path).
+    let (lane, warp_id) = (tid % 32, (tid / 32) % 32);
+    let warps = ferrocuda_device::thread::block_size().div_ceil(32);
+    let partial = warp::reduce_sum(s);
+    if lane == 0 {
+        slots.set(warp_id as usize, partial);
+    }
+    sync_threads();
+    let mut total = partial;
+    if warp_id == 0 {
+        total = warp::reduce_sum(if lane < warps { slots.get(lane as usize) } else { 0.0 });
+    }
+    sync_threads();
+    if let Some(block) = once_per_block()
+        && let Some(o) = sums.get_mut(block)
+    {
+        *o = total;
+    }
+}
+
+/// [`written_out_sum`] with two barriers, warp 0 folding the slots as the library does: `shfl.down`
+/// steps that skip the lanes past the warp count (a lane test and a select beside each shuffle)
+/// instead of the butterfly.
+#[kernel]
+pub fn s24_row_sum_two_barriers_tested_fold(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
+    let Some(s) = row_partial(x, cols) else { return };
+    let slots = shared_array![f32; 32];
+    let tid = thread_idx_x();
+    let (lane, warp_id) = (tid % 32, tid / 32);
+    let warps = block_dim_x().div_ceil(32);
+    let partial = warp::reduce_sum(s);
+    if lane == 0 {
+        slots.set(warp_id as usize, partial);
+    }
+    sync_threads();
+    let mut total = partial;
+    if warp_id == 0 {
+        let mut v = if lane < warps { slots.get(lane as usize) } else { 0.0 };
+        let mut offset = 16;
+        while offset > 0 {
+            let other = warp::shuffle_down(v, offset);
+            if lane + offset < warps {
+                v += other;
+            }
+            offset /= 2;
+        }
+        total = v;
+    }
+    sync_threads();
+    if let Some(block) = once_per_block()
+        && let Some(o) = sums.get_mut(block)
+    {
+        *o = total;
+    }
+}
+
 /// `row_sum_1024` of bench/results/s23-gaps/nvcc-s23.cu (`cub::BlockReduce<float, 1024>`,
 /// `__launch_bounds__(1024)`): `(float* sums, const float* x, int cols)`.
 ///
@@ -312,4 +378,60 @@ pub fn advance_step_kernel_weak_gather(
     let block_offset = p % block_size;
     let Some(block) = block_tables.get(block_tables_stride as usize * i.get() + block_index as usize) else { return };
     *slot = cache::load(block, Load::EvictLast) * block_size.get() as i32 + block_offset as i32;
+}
+
+/// V2 without `reqntid(256)` (its cubin then has no `EIATTR_REQNTID`, as the twin's has none):
+/// otherwise the first try.
+#[kernel(same_len(input_positions, seq_lens, slot_mapping))]
+pub fn advance_step_kernel_no_reqntid(
+    block_size: core::num::NonZeroU32,
+    sampled_token_ids: &[i64],
+    mut input_positions: DisjointSlice<i64>,
+    mut seq_lens: DisjointSlice<i32>,
+    mut slot_mapping: DisjointSlice<i32>,
+    block_tables: &[i32],
+    block_tables_stride: u32,
+) {
+    let _ = sampled_token_ids;
+    let i = unique_index();
+    let (Some(len), Some(pos), Some(slot)) = (seq_lens.get_mut(i), input_positions.get_mut(i), slot_mapping.get_mut(i)) else {
+        return;
+    };
+    let seq_len = *len;
+    let next_seq_len = seq_len + 1;
+    let next_input_pos = next_seq_len - 1;
+    *len = next_seq_len;
+    *pos = next_input_pos as i64;
+    let p = next_input_pos as u32;
+    let block_index = p / block_size;
+    let block_offset = p % block_size;
+    let Some(&block) = block_tables.get(block_tables_stride as usize * i.get() + block_index as usize) else { return };
+    *slot = block * block_size.get() as i32 + block_offset as i32;
+}
+
+/// V2 without the unused `sampled_token_ids` slice (a 76-byte parameter block instead of 92;
+/// the twin's is 56): otherwise the first try.
+#[kernel(reqntid(256), same_len(input_positions, seq_lens, slot_mapping))]
+pub fn advance_step_kernel_fewer_params(
+    block_size: core::num::NonZeroU32,
+    mut input_positions: DisjointSlice<i64>,
+    mut seq_lens: DisjointSlice<i32>,
+    mut slot_mapping: DisjointSlice<i32>,
+    block_tables: &[i32],
+    block_tables_stride: u32,
+) {
+    let i = unique_index();
+    let (Some(len), Some(pos), Some(slot)) = (seq_lens.get_mut(i), input_positions.get_mut(i), slot_mapping.get_mut(i)) else {
+        return;
+    };
+    let seq_len = *len;
+    let next_seq_len = seq_len + 1;
+    let next_input_pos = next_seq_len - 1;
+    *len = next_seq_len;
+    *pos = next_input_pos as i64;
+    let p = next_input_pos as u32;
+    let block_index = p / block_size;
+    let block_offset = p % block_size;
+    let Some(&block) = block_tables.get(block_tables_stride as usize * i.get() + block_index as usize) else { return };
+    *slot = block * block_size.get() as i32 + block_offset as i32;
 }

@@ -66,11 +66,13 @@ fn main() -> Result<()> {
                 unsafe { s24::twin_row_sum_1024::launch_in(&s23m, &stream, config, ptr(&twin_out), ptr(&x), cols as i32)? };
                 Ok(())
             };
-            for form in ["library", "one_barrier", "two_barriers"] {
+            for form in ["library", "one_barrier", "two_barriers", "two_barriers_rank3d", "two_barriers_tested_fold"] {
                 let mut run_ours = || -> Result<()> {
                     match form {
                         "library" => s24::s24_row_sum_library::launch(&stream, config, &mut ours, &x, cols as u32)?,
                         "one_barrier" => s24::s24_row_sum_one_barrier::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        "two_barriers_rank3d" => s24::s24_row_sum_two_barriers_rank3d::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        "two_barriers_tested_fold" => s24::s24_row_sum_two_barriers_tested_fold::launch(&stream, config, &mut ours, &x, cols as u32)?,
                         _ => s24::s24_row_sum_two_barriers::launch(&stream, config, &mut ours, &x, cols as u32)?,
                     }
                     Ok(())
@@ -538,6 +540,50 @@ fn main() -> Result<()> {
             stream.synchronize()?;
             let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
             table.row("V2 weak gather (graphs, s24)", &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
+            // Session 24 (final call): without `.reqntid` (EIATTR_REQNTID), and without the unused
+            // slice parameter (a smaller parameter block), each beside the twin's graph.
+            for variant in ["no reqntid", "fewer params"] {
+                stream.synchronize()?;
+                ours_lens.copy_from_host(&lens0)?;
+                twin_lens.copy_from_host(&lens0)?;
+                let graph = stream
+                    .capture(|s| {
+                        for _ in 0..IN_GRAPH {
+                            if variant == "no reqntid" {
+                                s24::advance_step_kernel_no_reqntid::launch(
+                                    s,
+                                    config,
+                                    nz(16),
+                                    &sampled,
+                                    &mut ours_pos,
+                                    &mut ours_lens,
+                                    &mut ours_slots,
+                                    &tables,
+                                    stride as u32,
+                                )?;
+                            } else {
+                                s24::advance_step_kernel_fewer_params::launch(
+                                    s,
+                                    config,
+                                    nz(16),
+                                    &mut ours_pos,
+                                    &mut ours_lens,
+                                    &mut ours_slots,
+                                    &tables,
+                                    stride as u32,
+                                )?;
+                            }
+                        }
+                        Ok(())
+                    })?
+                    .instantiate()?;
+                // SAFETY: as above (the same buffers as the first graph's).
+                let run_graph = || -> Result<()> { Ok(unsafe { graph.launch(&stream) }?) };
+                let (o, t) = time_pair(&context, &stream, 20, run_graph, run_twin_graph)?;
+                stream.synchronize()?;
+                let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
+                table.row(&format!("V2 {variant} (graphs, s24)"), &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
+            }
         }
         Ok(())
     });
