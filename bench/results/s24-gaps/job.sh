@@ -21,9 +21,9 @@ nvcc -O3 --expt-relaxed-constexpr -std=c++17 -arch=sm_90 -cubin -DPORTS11_VLLM p
 nvcc -O3 -std=c++17 -arch=sm_90 -cubin nvcc-s23.cu -o s23.cubin >> "$out/nvcc.txt" 2>&1 &
 wait
 export PORTS11_ONLY="${GAPS_ONLY:-L1,L5,V2,R1024}"
-timeout 18 ./ports11_bench llmc.cubin llmc_nofast.cubin vllm.cubin s23.cubin > "$out/bench-a.txt" 2>&1
+timeout 20 ./ports11_bench llmc.cubin llmc_nofast.cubin vllm.cubin s23.cubin > "$out/bench-a.txt" 2>&1
 if [ -x ports11_bench_main ]; then timeout 10 ./ports11_bench_main llmc.cubin llmc_nofast.cubin vllm.cubin > "$out/bench-main.txt" 2>&1; fi
-timeout 18 ./ports11_bench llmc.cubin llmc_nofast.cubin vllm.cubin s23.cubin > "$out/bench-b.txt" 2>&1
+timeout 20 ./ports11_bench llmc.cubin llmc_nofast.cubin vllm.cubin s23.cubin > "$out/bench-b.txt" 2>&1
 REQUIRE_GPU=1 timeout 15 ./ports11_tests --test-threads=4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?" >> "$out/tests.txt"
 cat "$out/device.txt"
