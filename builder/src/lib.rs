@@ -53,6 +53,7 @@ pub use call_graph::{IndirectCall, Recursion, indirect_call_kernels, recursive_k
 pub use env::BuildEnv;
 pub use error::BuildError;
 pub use fast_math::flush_approximate_divisions;
+pub use fast_math::{FTZ_COMMENT, flush_denormals, flush_denormals_in_marked_kernels};
 pub use inner_build::{KERNEL_CRATE_FEATURES, strip_ansi};
 pub use kernel_names::{fill_kernel_names, kernel_names_table};
 pub use kernel_tag::remove_dead_kernel_tags;
@@ -79,6 +80,8 @@ pub struct KernelBuilder {
     debug_info: bool,
     fma: FmaContraction,
     fast_math: bool,
+    /// nvcc's `-ftz=true` for every kernel ([`KernelBuilder::ftz`]).
+    ftz: bool,
     ptx_isa: Option<(u32, u32)>,
     panic_messages: Option<bool>,
     cfgs: Vec<String>,
@@ -121,6 +124,7 @@ impl KernelBuilder {
             debug_info: false,
             fma: FmaContraction::Fast,
             fast_math: false,
+            ftz: false,
             ptx_isa: None,
             panic_messages: None,
             cfgs: Vec::new(),
@@ -371,6 +375,24 @@ impl KernelBuilder {
         self
     }
 
+    /// nvcc's `-ftz=true` (default off: IEEE subnormals, as nvcc without it): every `f32`
+    /// instruction of the crate's kernels that takes PTX's `.ftz` gets it (`add`, `sub`, `mul`,
+    /// `fma`, `div`, `rcp`, `sqrt`, `rsqrt`, `min`, `max`, `abs`, `neg`, `setp`, the SFU
+    /// approximations): subnormal inputs and results become zero of the same sign. nvcc's
+    /// `--use_fast_math` implies it; with [`fast_math`](Self::fast_math) this is that pair. For
+    /// one kernel of a crate, `#[kernel(ftz)]` does the same to that kernel alone.
+    ///
+    /// Why a port wants it: ptxas fuses a multiply and an add only when both flush alike, so
+    /// nvcc's fast-math `x / c - y` (`MUFU.RCP`, then `FFMA.FTZ x, rcp, -y`) comes out of ours
+    /// only when the subtraction is `.ftz` too (issue 30, eleventh port's L1: `rstd`'s last bit
+    /// in 1150 of 8192 rows without it, bit for bit with it). The CPU executor keeps IEEE
+    /// arithmetic (Rust defines a changed floating-point environment as undefined behaviour), so
+    /// on it a subnormal operand or result is not flushed (docs/performance.md, fast-math table).
+    pub fn ftz(mut self, ftz: bool) -> Self {
+        self.ftz = ftz;
+        self
+    }
+
     /// Adds `--cfg <cfg>` to the device build (for example `my_feature` or `mode="fast"`).
     /// Anything else (a flag, a control character) makes [`KernelBuilder::build`] fail with
     /// [`BuildError::BadCfg`].
@@ -594,6 +616,9 @@ impl KernelBuilder {
             let ptx = declare_ptx_isa(&ptx, self.ptx_isa_for(arch));
             // Fast math's `/` and `1 / x` flush denormals, as nvcc's `--use_fast_math` does.
             let ptx = if self.fast_math { flush_approximate_divisions(&ptx) } else { ptx };
+            // nvcc's `-ftz=true`: the whole crate (`ftz(true)`) or the kernels declared
+            // `#[kernel(ftz)]` (and the `.func`s only they call).
+            let ptx = if self.ftz { flush_denormals(&ptx) } else { flush_denormals_in_marked_kernels(&ptx) };
             let path = out_dir.join(format!("{crate_name}.{arch}.ptx"));
             artifacts::write(&path, ptx.as_bytes())?;
             artifacts.ptx.push((arch, path));

@@ -166,6 +166,23 @@ pub unsafe fn __assume_reqntid<const N: u32>() {
     unsafe { core::hint::assert_unchecked(block_dim_x() == N && block_dim_y() == 1 && block_dim_z() == 1) }
 }
 
+/// `#[kernel(ftz)]`'s entries call it first: the PTX comment `// ferrocuda.ftz` (an `asm!` that
+/// emits no instruction), from which ferrocuda-builder gives the entry's `f32` instructions (and
+/// those of the `.func`s only such entries call) PTX's `.ftz`, nvcc's `-ftz=true`: subnormal
+/// inputs and results become zero of the same sign. Nothing else: safe, since which finite
+/// value an `f32` operation yields is no part of any safety contract here. On the CPU executor
+/// it does nothing (IEEE arithmetic: Rust defines running its code under a changed
+/// floating-point environment, MXCSR's flush-to-zero, as undefined behaviour).
+#[doc(hidden)]
+#[inline(always)]
+pub fn __flush_denormals() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a PTX comment: no instruction, no operand.
+    unsafe {
+        core::arch::asm!("// ferrocuda.ftz", options(nomem, nostack, preserves_flags))
+    };
+}
+
 /// The launch satisfies `requirements`, the kernel's outputs' [`LaunchRequirements`](ferrocuda_types::LaunchRequirements)
 /// (`#[kernel]` entries call it first): every launcher checks them before the kernel runs
 /// (`LaunchConfig::check_requirements`), so the entry tells the compiler, and a 1-D kernel's

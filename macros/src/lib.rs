@@ -43,6 +43,10 @@ use proc_macro::TokenStream;
 /// kernel another PTX symbol (a generic kernel's instances become `scale_rows_f32`, ..); its
 /// launcher module keeps the function's name.
 ///
+/// `#[kernel(ftz)]` is nvcc's `-ftz=true` for this kernel: the builder gives its `f32`
+/// instructions `.ftz` (subnormals flush to zero), as nvcc's `--use_fast_math` does
+/// (docs/performance.md). The CPU executor keeps IEEE arithmetic.
+///
 /// The body is type-checked as the `fn` you wrote, on the GPU build too: the generated entry
 /// point calls your function, so an unsafe operation needs your `unsafe` block, and a crate may
 /// `#![forbid(unsafe_code)]` (docs/kernel-model.md, "Generated code").

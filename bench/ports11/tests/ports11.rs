@@ -420,3 +420,117 @@ fn probe_all_lanes_storing_one_value_to_a_shared_slot_is_reported_as_a_race() {
     println!("probe: {result:?}");
     assert!(result.is_err(), "the race detector accepted 32 lanes storing one value to one word: {out:?}");
 }
+
+// ---- Session 24 (bench/results/s24-gaps/): `#[kernel(ftz)]` and `PermutedRows` ----
+
+/// L1 under `#[kernel(ftz)]` (first try and fix bodies): right on the CPU executor (IEEE there)
+/// at every block size, race detector on; on the GPU right and, with inputs far from
+/// subnormal, the first try's `mean` bit for bit (`ftz` changes no normal value's sum).
+#[test]
+fn s24_l1_layernorm_ftz_cpu_and_gpu() {
+    let (inp, weight, bias) = l1_inputs();
+    for block in [32u32, 96, 256, 1024] {
+        for fix in [false, true] {
+            let (mut out, mut mean, mut rstd) = (vec![0.0; L1_N * L1_C], vec![0.0; L1_N], vec![0.0; L1_N]);
+            let (n, c, executor) = (L1_N as u32, L1_C as u32, CpuExecutor::new());
+            if fix {
+                s24::layernorm_forward_kernel5_fix_ftz::launch_cpu(&executor, (n, block), &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n, c)
+            } else {
+                s24::layernorm_forward_kernel5_ftz::launch_cpu(&executor, (n, block), &mut out, &mut mean, &mut rstd, &inp, &weight, &bias, n, c)
+            }
+            .unwrap();
+            l1_check(&out, &mean, &rstd, &inp, &weight, &bias);
+        }
+    }
+    let Some((context, stream)) = gpu("s24_l1_layernorm_ftz_cpu_and_gpu (its GPU half)") else { return };
+    let (x, w, b) = (
+        DeviceBuffer::from_slice(&context, &inp).unwrap(),
+        DeviceBuffer::from_slice(&context, &weight).unwrap(),
+        DeviceBuffer::from_slice(&context, &bias).unwrap(),
+    );
+    let (n, c) = (L1_N as u32, L1_C as u32);
+    for block in [32u32, 256, 1024] {
+        let mut out = DeviceBuffer::<f32>::zeroed(&context, L1_N * L1_C).unwrap();
+        let mut mean = DeviceBuffer::<f32>::zeroed(&context, L1_N).unwrap();
+        let mut rstd = DeviceBuffer::<f32>::zeroed(&context, L1_N).unwrap();
+        layernorm_forward_kernel5::launch(&stream, (n, block), &mut out, &mut mean, &mut rstd, &x, &w, &b, n, c).unwrap();
+        let ieee_mean = mean.to_vec().unwrap();
+        for fix in [false, true] {
+            if fix {
+                s24::layernorm_forward_kernel5_fix_ftz::launch(&stream, (n, block), &mut out, &mut mean, &mut rstd, &x, &w, &b, n, c).unwrap();
+            } else {
+                s24::layernorm_forward_kernel5_ftz::launch(&stream, (n, block), &mut out, &mut mean, &mut rstd, &x, &w, &b, n, c).unwrap();
+            }
+            stream.synchronize().unwrap();
+            l1_check(&out.to_vec().unwrap(), &mean.to_vec().unwrap(), &rstd.to_vec().unwrap(), &inp, &weight, &bias);
+            if !fix {
+                assert_eq!(mean.to_vec().unwrap(), ieee_mean, "block {block}: the first try's mean, ftz or not");
+            }
+        }
+    }
+}
+
+/// `#[kernel(ftz)]` flushes on the GPU and nowhere else: a subnormal product (1e-20 x 1e-20) and
+/// a subnormal operand (1e-40 x 1) are zero (of the operands' sign) under `ftz`, the IEEE
+/// subnormal without it; the CPU executor gives the IEEE value for both kernels (it cannot
+/// flush: Rust defines a changed floating-point environment as undefined behaviour).
+#[test]
+fn s24_ftz_flushes_subnormals_on_the_gpu_and_the_cpu_executor_keeps_ieee() {
+    let x = [1e-20f32, -1e-20, 1e-40, -1e-40, 1.5, 1.0e-19];
+    let y = [1e-20f32, 1e-20, 1.0, 1.0, 2.0, 1.0e-19];
+    let ieee: Vec<f32> = x.iter().zip(&y).map(|(a, b)| a * b).collect();
+    assert!(ieee[..4].iter().all(|v| v.is_subnormal()) && ieee[5].is_subnormal(), "{ieee:?}");
+    let flushed: Vec<u32> = ieee.iter().map(|v| if v.is_subnormal() { v.to_bits() & 0x8000_0000 } else { v.to_bits() }).collect();
+    for executor in [CpuExecutor::new(), CpuExecutor::deterministic()] {
+        let mut out = vec![0.0f32; x.len()];
+        s24::s24_mul_ftz::launch_cpu(&executor, (1u32, 32u32), &mut out, &x, &y).unwrap();
+        assert_eq!(out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), ieee.iter().map(|v| v.to_bits()).collect::<Vec<_>>());
+    }
+    let Some((context, stream)) = gpu("s24_ftz_flushes_subnormals_on_the_gpu_and_the_cpu_executor_keeps_ieee (its GPU half)") else { return };
+    let (dx, dy) = (DeviceBuffer::from_slice(&context, &x).unwrap(), DeviceBuffer::from_slice(&context, &y).unwrap());
+    let mut out = DeviceBuffer::<f32>::zeroed(&context, x.len()).unwrap();
+    s24::s24_mul_ftz::launch(&stream, (1u32, 32u32), &mut out, &dx, &dy).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), flushed, "under ftz");
+    s24::s24_mul_ieee::launch(&stream, (1u32, 32u32), &mut out, &dx, &dy).unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(), ieee.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "IEEE");
+}
+
+/// L5 with `PermutedRows`: the source's three passes (stores, then loads of the thread's own
+/// row) right on the CPU executor (race detector on: each thread claims its whole row) and bit
+/// for bit the first try's (`AtomicSlice`, `exp` recomputed: the same values) on the CPU and
+/// the GPU; a zero radix is refused at launch.
+#[test]
+fn s24_l5_attention_softmax_permuted_rows_cpu_and_gpu() {
+    let (b, nh, t) = L5;
+    let preatt = l5_inputs();
+    let want = causal_softmax_reference(&preatt, b, nh, t);
+    for block in [32u32, 64, 96] {
+        let grid = ((b * nh * t) as u32).div_ceil(block);
+        for executor in [CpuExecutor::new(), CpuExecutor::deterministic()] {
+            let mut att = vec![f32::NAN; b * nh * t * t];
+            s24::attention_softmax_kernel1_perm::launch_cpu(&executor, (grid, block), &mut att, &preatt, t as u32, nh as u32).unwrap();
+            assert_close("att", &att, &want, 2e-5, 1e-9);
+            let mut first = vec![f32::NAN; b * nh * t * t];
+            attention_softmax_kernel1::launch_cpu(&executor, (grid, block), &mut first, &preatt, b as u32, nz(t as u32), nz(nh as u32)).unwrap();
+            assert!(att.iter().zip(&first).all(|(a, f)| a.to_bits() == f.to_bits()), "block {block}: not the first try's bits");
+        }
+    }
+    let mut att = vec![0.0f32; b * nh * t * t];
+    let refused = s24::attention_softmax_kernel1_perm::launch_cpu(&CpuExecutor::new(), (4u32, 64u32), &mut att, &preatt, t as u32, 0).unwrap_err();
+    assert!(refused.to_string().contains("PermutedRows"), "{refused}");
+    let Some((context, stream)) = gpu("s24_l5_attention_softmax_permuted_rows_cpu_and_gpu (its GPU half)") else { return };
+    let p = DeviceBuffer::from_slice(&context, &preatt).unwrap();
+    for block in [32u32, 64] {
+        let grid = ((b * nh * t) as u32).div_ceil(block);
+        let mut att = DeviceBuffer::from_slice(&context, &vec![f32::NAN; b * nh * t * t]).unwrap();
+        s24::attention_softmax_kernel1_perm::launch(&stream, (grid, block), &mut att, &p, t as u32, nh as u32).unwrap();
+        let mut first = DeviceBuffer::from_slice(&context, &vec![f32::NAN; b * nh * t * t]).unwrap();
+        attention_softmax_kernel1::launch(&stream, (grid, block), &mut first, &p, b as u32, nz(t as u32), nz(nh as u32)).unwrap();
+        stream.synchronize().unwrap();
+        let (att, first) = (att.to_vec().unwrap(), first.to_vec().unwrap());
+        assert_close("att", &att, &want, 2e-5, 1e-9);
+        assert!(att.iter().zip(&first).all(|(a, f)| a.to_bits() == f.to_bits()), "block {block}: not the first try's bits on the GPU");
+    }
+}

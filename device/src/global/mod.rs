@@ -24,6 +24,7 @@
 //! | `DisjointSlice<T, GridSlices>` | slices of `n` elements every `stride` (`cols(name = (n, stride))`): thread `i = blockIdx.x * blockDim.x + threadIdx.x` owns element `blockIdx.y stride + i` for `i < n`, named by its [`SliceCell`] (llm.c's `copy_and_cast_kernel`) |
 //! | `DisjointSlice<T, BlockRowsX16>` | rows as `BlockRows`, each cut into a head (elements before the first 16-byte boundary), 16-byte vectors and a tail, the same split in every thread; thread `t` owns head/tail elements and vectors `t + blockDim.x j` of each run ([`RowX16`]: vLLM's vectorised rows with a scalar tail, any width) |
 //! | `DisjointSlice<T, RotaryPairs<HEAD, HALF>>` | rows as `BlockRows`, cut into heads of `HEAD`; thread `t` owns the pairs `(k, k + HALF)` of its units `t + blockDim.x j` (NeoX rotary) |
+//! | `DisjointSlice<T, PermutedRows>` | thread index `i = (q a + x) b + y` owns row `(q b + y) a + x` of `cols` elements (`cols(name = (cols, a, b))`): a thread per row at a permuted row (llm.c's attention softmax, thread `(b, t, h)` -> row `(b, h, t)`), read and written with plain accesses, named by its [`ThreadIndex`] |
 //! | `DisjointSlice<T, Cells3d>` | thread `(x, y, z)` owns element `(z, y, x)` of a `[depth][rows][cols]` tensor, named by its [`ThreadCell3d`] |
 //! | `DisjointSlice<T, Handoff>` | block `b` publishes row `b` (atomically); the last block to [`arrive`](DisjointSlice::arrive) reads them all ([`LastBlock`]) |
 //! | `DisjointSlice<T, ByLastBlock>` | only the last block of a `Handoff`, through [`LastBlock::finish`]: its thread `t` reads and writes elements `t, t + blockDim.x, ...` (relaxed 16-byte accesses) |
@@ -81,6 +82,7 @@ mod matrix;
 mod micro_tile;
 mod order;
 mod per_block;
+mod permuted_rows;
 mod planes;
 mod row_tiles;
 mod segment_rows;
@@ -106,6 +108,7 @@ pub mod partition {
     pub use super::matrix::Cells;
     pub use super::micro_tile::ThreadTiles;
     pub use super::per_block::Blocks;
+    pub use super::permuted_rows::PermutedRows;
     pub use super::planes::Planes;
     pub use super::row_tiles::RowTiles;
     pub use super::segment_rows::SegmentRows;
@@ -144,7 +147,9 @@ pub use window::{Window, window};
 // The partitions without an alias of their own, where the docs' `DisjointSlice<T, BlockRows>`
 // finds them with the other output names (issue 30's third port: E0432 with
 // `global::{BlockRows, Handoff}`, which only `global::partition` had).
+pub use partition::PermutedRows;
 pub use partition::{BlockRows, BlockRowsX16, ByLastBlock, Cells3d, GridSlices, Handoff, InPlaceRows, RotaryPairs, RowTiles, SegmentRows};
+pub use permuted_rows::PermutedRowIndex;
 
 /// A kernel output parameter type: what `#[kernel]` builds from the pointer and length the
 /// launcher passes, and what it requires of the launch. Implemented by the output types of
@@ -247,15 +252,17 @@ impl NoShape for () {
 }
 
 /// The shape of a row-major partition, which `#[kernel(cols(..))]` gives: a width (`u32`),
-/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`, elements and stride for `GridSlices`).
+/// or two values (`(u32, u32)`: rows and columns for `Cells3d`, columns and tile for `RowTiles`, elements and stride for `GridSlices`),
+/// or three (`(u32, u32, u32)`: `PermutedRows`'s columns and radices).
 #[doc(hidden)]
 #[diagnostic::on_unimplemented(
-    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`)",
+    message = "this output has no row width: `cols(..)` names only the row-major outputs `DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow` and `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff` (`(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, `(n, stride)` for `GridSlices`, `(cols, a, b)` for `PermutedRows`)",
     label = "not a row-major matrix output"
 )]
 pub trait LaunchShape: Copy {}
 impl LaunchShape for u32 {}
 impl LaunchShape for (u32, u32) {}
+impl LaunchShape for (u32, u32, u32) {}
 
 /// The bounds panic of every output type's checked access. On the GPU through
 /// [`kernel_panic!`](crate::kernel_panic), so that the cheap panic report keeps the index and

@@ -104,7 +104,8 @@ pub unsafe trait Partition: Sized + sealed::Sealed {
 /// warp, its lanes striding over it),
 /// [`RowTiles`](super::partition::RowTiles) (block `(x, y)` owns a run-time tile of row `x`,
 /// threads striding over it), [`GridSlices`](super::partition::GridSlices) (slice `blockIdx.y`
-/// at a run-time stride, a 1-D grid over it) and
+/// at a run-time stride, a 1-D grid over it), [`PermutedRows`](super::partition::PermutedRows)
+/// (a thread per row at a permuted row: thread `(b, t, h)` owns row `(b, h, t)`) and
 /// [`Handoff`](super::partition::Handoff) (one partial per block, read by the last block).
 ///
 /// ```ignore
@@ -308,6 +309,7 @@ mod sealed {
     impl<const N: usize> Sealed for super::super::partition::Chunks<N> {}
     impl<const HEAD: u32, const HALF: u32> Sealed for super::super::partition::RotaryPairs<HEAD, HALF> {}
     impl<const P: usize> Sealed for super::super::partition::Planes<P> {}
+    impl Sealed for super::super::partition::PermutedRows {}
     impl<const TR: u32, const TC: u32, const BX: u32, const BY: u32, const T: bool> Sealed for super::super::partition::BlockTiles<TR, TC, BX, BY, T> {}
     impl<const TR: u32, const TC: u32, const MR: u32, const MC: u32, const RR: u32, const RC: u32> Sealed
         for super::super::partition::ThreadTiles<TR, TC, MR, MC, RR, RC>

@@ -123,7 +123,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
             let lowered: Vec<Lowered> = kernel.params.iter().map(lower).collect();
             let entry =
                 Entry { symbol: kernel.ptx_base(), module: name, params: &kernel.params, lowered: &lowered, call: quote!(self::#name), unsafe_fn, cfgs: &cfgs };
-            out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref()));
+            out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref(), kernel.ftz));
             out.extend(host_launcher(&entry, quote!(super::#name), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
         }
         Some((type_param, instances)) => {
@@ -140,7 +140,7 @@ fn kernel_items(kernel: &Kernel) -> TokenStream {
                     unsafe_fn,
                     cfgs: &cfgs,
                 };
-                out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref()));
+                out.extend(device_entry(&entry, &kernel.same_len, kernel.bounds.as_ref(), kernel.ftz));
                 out.extend(host_launcher(&entry, quote!(super::#name::<#ty>), is_unsafe, kernel.cluster.as_ref(), &kernel.same_len, kernel.bounds.as_ref()));
             }
         }
@@ -179,7 +179,7 @@ pub fn symbol_text(symbol: &Ident) -> String {
 /// function, type-checked as the `fn` they wrote. The entry and the fingerprint sit in an
 /// anonymous `const` block, so the entry's name (the PTX symbol, often the user function's own
 /// name) does not clash with the user's function, which the entry reaches as `self::name`.
-fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStream>) -> TokenStream {
+fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStream>, ftz: bool) -> TokenStream {
     let Entry { symbol, params, lowered, call, unsafe_fn, cfgs, .. } = entry;
     // `reqntid(n)`: the block is `(n, 1, 1)` in every launch (PTX `.reqntid`: a GPU refuses any
     // other; so do the launchers), so the entry tells the compiler, and `blockDim.x` is the
@@ -205,6 +205,12 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             }
             _ => None,
         }
+    });
+    // `ftz`: the entry's comment asks the builder for nvcc's `-ftz=true` in this kernel (its
+    // `f32` instructions get `.ftz`: issue 30, the eleventh port's fused variance).
+    let flush = ftz.then(|| {
+        let thread = paths::thread();
+        quote!(#thread::__flush_denormals();)
     });
     // The outputs' launch requirements, which every launcher checked before the kernel ran
     // (`check_requirements`): the entry tells the compiler, so a 1-D kernel's `blockDim.y`/`.z`
@@ -332,6 +338,7 @@ fn device_entry(entry: &Entry, same_len: &[Vec<Ident>], bounds: Option<&TokenStr
             #[allow(improper_ctypes_definitions, non_snake_case)]
             pub unsafe extern "ptx-kernel" fn #symbol(#(#entry_params),*) {
                 #panic::__enter_kernel(#name);
+                #flush
                 #block_shape
                 #launch_shape
                 #(#shared_lengths)*
@@ -389,9 +396,14 @@ pub fn layout(params: &[Param]) -> Vec<TokenStream> {
                 Some(t) => (quote!(::core::mem::size_of::<#t>() as ::core::primitive::u64), quote!(::core::mem::align_of::<#t>() as ::core::primitive::u64)),
                 None => (quote!(0u64), quote!(0u64)),
             };
-            let widths = p.width_consts.iter().map(|(position, item, _)| {
-                let shift = 32 * *position as u32;
-                quote!((#item as ::core::primitive::u64) << #shift)
+            // Widths 0 and 1 in the low and high halves; a third (`PermutedRows`'s
+            // `(cols, a, b)`) rotated into the middle (both builds compute the same word).
+            let widths = p.width_consts.iter().map(|(position, item, _)| match *position as u32 {
+                position @ 0..=1 => {
+                    let shift = 32 * position;
+                    quote!((#item as ::core::primitive::u64) << #shift)
+                }
+                _ => quote!((#item as ::core::primitive::u64).rotate_left(16)),
             });
             [size, align, quote!(0u64 #(| #widths)*)]
         })

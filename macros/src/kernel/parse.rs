@@ -82,6 +82,9 @@ pub struct Kernel<'a> {
     /// the function's name, e.g. for two kernels of one name in two modules (P13). The launcher
     /// module keeps the function's name.
     pub ptx_name: Option<Ident>,
+    /// `ftz`: nvcc's `-ftz=true` for this kernel (the builder gives its `f32` instructions
+    /// `.ftz`, from a comment the entry writes).
+    pub ftz: bool,
 }
 
 impl Kernel<'_> {
@@ -142,6 +145,7 @@ struct Attribute {
     same_len: Vec<Vec<Ident>>,
     cols: Vec<(Ident, syn::Expr)>,
     name: Option<Ident>,
+    ftz: bool,
 }
 
 impl Parse for Attribute {
@@ -163,6 +167,14 @@ impl Parse for Attribute {
                     ));
                 }
                 attribute.name = Some(Ident::new(&value, literal.span()));
+                if !input.is_empty() {
+                    input.parse::<Token![,]>()?;
+                }
+                continue;
+            }
+            if key == "ftz" {
+                // `ftz`: nvcc's `-ftz=true` for this kernel, a word without arguments.
+                attribute.ftz = true;
                 if !input.is_empty() {
                     input.parse::<Token![,]>()?;
                 }
@@ -226,7 +238,7 @@ impl Parse for Attribute {
                 return Err(syn::Error::new(
                     key.span(),
                     "unknown #[kernel] argument; expected `instances(T1, T2, ..)`, `launch_bounds(max_threads[, min_blocks])`, `reqntid(threads)`, \
-                     `cluster_dims(x[, y[, z]])`, `same_len(a, b, ..)`, `cols(output = width, ..)` or `name = \"ptx_name\"`",
+                     `cluster_dims(x[, y[, z]])`, `same_len(a, b, ..)`, `cols(output = width, ..)`, `ftz` or `name = \"ptx_name\"`",
                 ));
             }
             if !input.is_empty() {
@@ -251,6 +263,7 @@ impl<'a> Kernel<'a> {
         let cluster = attribute.cluster.clone();
         let same_len = attribute.same_len.clone();
         let ptx_name = attribute.name.clone();
+        let ftz = attribute.ftz;
         let sig = &function.sig;
         if !matches!(function.vis, syn::Visibility::Public(_)) {
             errors.push(syn::Error::new(sig.fn_token.span, "a kernel must be `pub fn`: the host launches it from outside the crate"));
@@ -326,7 +339,7 @@ impl<'a> Kernel<'a> {
 
         let mut errors = errors.into_iter();
         match errors.next() {
-            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len, ptx_name }),
+            None => Ok(Kernel { function, params, generic, bounds, cluster, same_len, ptx_name, ftz }),
             Some(mut first) => {
                 errors.for_each(|e| first.combine(e));
                 Err(first)
@@ -348,13 +361,12 @@ fn check_cols(kernel: &Ident, cols: &[(Ident, syn::Expr)], params: &mut [Param],
             continue;
         }
         let width = match value {
-            // `(rows, cols)`: the shape of a 3-D output (`DisjointSlice<T, Cells3d>`).
-            syn::Expr::Tuple(tuple) if tuple.elems.len() == 2 => {
+            // `(rows, cols)`: the shape of a 3-D output (`DisjointSlice<T, Cells3d>`);
+            // `(cols, a, b)`: `PermutedRows`'s width and radices.
+            syn::Expr::Tuple(tuple) if (2..=3).contains(&tuple.elems.len()) => {
                 let parts: Vec<_> = tuple.elems.iter().enumerate().map(|(k, part)| width_value(kernel, name, k, part, params, &mut consts, errors)).collect();
-                match (&parts[0], &parts[1]) {
-                    (Some(a), Some(b)) => quote::quote!((#a, #b)),
-                    _ => continue,
-                }
+                let Some(parts) = parts.into_iter().collect::<Option<Vec<_>>>() else { continue };
+                quote::quote!((#(#parts),*))
             }
             _ => match width_value(kernel, name, 0, value, params, &mut consts, errors) {
                 Some(width) => width,
@@ -370,7 +382,8 @@ fn check_cols(kernel: &Ident, cols: &[(Ident, syn::Expr)], params: &mut [Param],
                 name.span(),
                 format!(
                     "`cols` gives the row width of a matrix output (`DisjointMatrix`, `PerBlockTile`, `PerThreadTile`, `PerWarpRow`, \
-                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`); `{}` is not one",
+                     `DisjointSlice<T, P>` for `P` = `BlockRows`, `RotaryPairs<..>`, `Handoff`; `(rows, cols)` for `Cells3d`, `(cols, tile)` for `RowTiles`, \
+                     `(cols, a, b)` for `PermutedRows`); `{}` is not one",
                     p.name
                 ),
             )),

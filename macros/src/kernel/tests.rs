@@ -856,3 +856,21 @@ fn e6_kernel_attribute_values_outside_what_a_gpu_runs_are_compile_errors() {
         assert!(!out.contains("compile_error"), "{attr}: {out}");
     }
 }
+
+/// Session 24: `ftz` (a word, combined with other arguments) makes the entry write the builder's
+/// marker first; without it there is none. `cols(out = (t, t, nh))`: three widths for a
+/// `PermutedRows` output, passed as the shape tuple, a constant third width rotated into the
+/// layout word.
+#[test]
+fn s24_ftz_marks_the_entry_and_cols_take_three_widths() {
+    let item = quote!(
+        pub fn k(mut out: DisjointSlice<f32, PermutedRows>, t: u32, nh: u32) {}
+    );
+    let flushed = expand_ok(quote!(cols(out = (t, t, nh)), ftz), item.clone());
+    let entry = &flushed[flushed.find("extern \"ptx-kernel\"").expect("an entry")..];
+    assert!(entry.contains("__flush_denormals ()"), "{entry}");
+    assert!(flushed.contains("(t , t , nh)"), "{flushed}");
+    let plain = expand_ok(quote!(cols(out = (t, t, 4))), item);
+    assert!(!plain.contains("__flush_denormals"), "{plain}");
+    assert!(plain.contains("(__FERROCUDA_COLS_k_out_2 as :: core :: primitive :: u64) . rotate_left (16)"), "{plain}");
+}

@@ -24,6 +24,7 @@ use ferrocuda_device::{shared_array, unroll, warp};
 
 ferrocuda_device::embed_kernels!();
 
+pub mod s24;
 pub mod twins;
 
 // ------------------------------------------------------------------------------------------

@@ -21,8 +21,15 @@ fn nz(v: u32) -> NonZeroU32 {
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let [_, llmc_cubin, nofast_cubin, vllm_cubin] = &args[..] else {
-        return Err("usage: ports11_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN (nvcc's builds of bench/ports11/cuda/ports11.cu)".into());
+    // A fourth cubin (session 24): bench/results/s23-gaps/nvcc-s23.cu's, for the R1024 case.
+    let (llmc_cubin, nofast_cubin, vllm_cubin, s23_cubin) = match &args[..] {
+        [_, l, n, v] => (l, n, v, None),
+        [_, l, n, v, s] => (l, n, v, Some(s)),
+        _ => {
+            return Err("usage: ports11_bench LLMC_CUBIN LLMC_NOFAST_CUBIN VLLM_CUBIN [S23_CUBIN] (nvcc's builds of bench/ports11/cuda/ports11.cu \
+                        and bench/results/s23-gaps/nvcc-s23.cu)"
+                .into());
+        }
     };
     let context = Context::primary(0)?;
     let stream = Stream::new(&context)?;
@@ -40,6 +47,46 @@ fn main() -> Result<()> {
     println!("twins: {llmc_cubin}, {nofast_cubin}, {vllm_cubin}; each time the median of {PASSES} passes (ms per launch), after {WARMUP} warm-ups");
     let table = Table::new(36, 34);
     println!("{}", table.header());
+
+    // Session 24, item 4: does `RuntimeBlockReduce`'s trailing barrier cost at 1024 threads?
+    // bench/results/s23-gaps' R1024 shape (65536 rows of 1024 floats, one a thread, block size at
+    // run time) against `cub::BlockReduce<float, 1024>`: the library's `sum`, and the same
+    // two-level fold written out with one barrier and with two.
+    if let Some(s23_cubin) = s23_cubin {
+        // SAFETY: nvcc's build of nvcc-s23.cu; `row_sum_1024` is launched through its stub.
+        let s23m = unsafe { timing::load_cubin(&context, "s23_gaps", s23_cubin)? };
+        case(ONLY, "R1024", || -> Result<()> {
+            let (rows, cols, block) = (65536usize, 1024usize, 1024u32);
+            let x = DeviceBuffer::from_slice(&context, &uniform(rows * cols, 41))?;
+            let mut ours = DeviceBuffer::<f32>::zeroed(&context, rows)?;
+            let twin_out = DeviceBuffer::<f32>::zeroed(&context, rows)?;
+            let config = (rows as u32, block);
+            let run_twin = || -> Result<()> {
+                // SAFETY: sums holds a float a row, x rows x cols floats; blocks of 1024.
+                unsafe { s24::twin_row_sum_1024::launch_in(&s23m, &stream, config, ptr(&twin_out), ptr(&x), cols as i32)? };
+                Ok(())
+            };
+            for form in ["library", "one_barrier", "two_barriers", "two_barriers_rank3d", "two_barriers_tested_fold"] {
+                let mut run_ours = || -> Result<()> {
+                    match form {
+                        "library" => s24::s24_row_sum_library::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        "one_barrier" => s24::s24_row_sum_one_barrier::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        "two_barriers_rank3d" => s24::s24_row_sum_two_barriers_rank3d::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        "two_barriers_tested_fold" => s24::s24_row_sum_two_barriers_tested_fold::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                        _ => s24::s24_row_sum_two_barriers::launch(&stream, config, &mut ours, &x, cols as u32)?,
+                    }
+                    Ok(())
+                };
+                let reps = reps_for(&context, &stream, &mut run_ours)?;
+                let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+                stream.synchronize()?;
+                // The trees differ (CUB's fold and ours): 1e-4 relative, floor 1e-3.
+                let check = check_f32("", &ours.to_vec()?, &twin_out.to_vec()?, 1e-4, max_rel_err);
+                table.row(&format!("R1024 row sum, {form} (s24)"), &format!("{rows}x{cols} f32, block {block}"), times, &check);
+            }
+            Ok(())
+        });
+    }
 
     case(ONLY, "L1", || -> Result<()> {
         let (n, c, block) = (8192usize, 768usize, 256u32);
@@ -101,6 +148,47 @@ fn main() -> Result<()> {
             check_bits("rstd", &ours_rstd.to_vec()?, &twin_rstd.to_vec()?)
         );
         table.row("L1 layernorm_forward_kernel5_fix", &format!("{n}x{c} f32, block {block}"), times, &check);
+        // Session 24 (bench/results/s24-gaps/): the first try and the fix under
+        // `#[kernel(ftz)]`, nvcc's `-ftz=true`; `out` compared bit for bit too.
+        let mut run_ftz = || -> Result<()> {
+            s24::layernorm_forward_kernel5_ftz::launch(&stream, config, &mut ours, &mut ours_mean, &mut ours_rstd, &inp, &weight, &bias, n as u32, c as u32)?;
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ftz)?;
+        let times = time_pair(&context, &stream, reps, run_ftz, run_twin)?;
+        stream.synchronize()?;
+        let check = format!(
+            "{}; {}; {}",
+            check_bits("out", &ours.to_vec()?, &twin.to_vec()?),
+            check_bits("mean", &ours_mean.to_vec()?, &twin_mean.to_vec()?),
+            check_bits("rstd", &ours_rstd.to_vec()?, &twin_rstd.to_vec()?)
+        );
+        table.row("L1 layernorm_forward_kernel5_ftz (s24)", &format!("{n}x{c} f32, block {block}"), times, &check);
+        let mut run_fix_ftz = || -> Result<()> {
+            s24::layernorm_forward_kernel5_fix_ftz::launch(
+                &stream,
+                config,
+                &mut ours,
+                &mut ours_mean,
+                &mut ours_rstd,
+                &inp,
+                &weight,
+                &bias,
+                n as u32,
+                c as u32,
+            )?;
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_fix_ftz)?;
+        let times = time_pair(&context, &stream, reps, run_fix_ftz, run_twin)?;
+        stream.synchronize()?;
+        let check = format!(
+            "{}; {}; {}",
+            check_bits("out", &ours.to_vec()?, &twin.to_vec()?),
+            check_bits("mean", &ours_mean.to_vec()?, &twin_mean.to_vec()?),
+            check_bits("rstd", &ours_rstd.to_vec()?, &twin_rstd.to_vec()?)
+        );
+        table.row("L1 layernorm_forward_kernel5_fix_ftz (s24)", &format!("{n}x{c} f32, block {block}"), times, &check);
         Ok(())
     });
 
@@ -232,6 +320,17 @@ fn main() -> Result<()> {
         stream.synchronize()?;
         let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
         table.row("L5 attention_softmax_kernel1", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
+        // Session 24: the `PermutedRows` form (the source's three passes, plain stores and
+        // loads of the thread's own row), beside the same twin.
+        let mut run_perm = || -> Result<()> {
+            s24::attention_softmax_kernel1_perm::launch(&stream, config, &mut ours, &preatt, t as u32, nh as u32)?;
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_perm)?;
+        let times = time_pair(&context, &stream, reps, run_perm, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("f32", &ours.to_vec()?, &twin.to_vec()?);
+        table.row("L5 attention_softmax_kernel1_perm (s24)", &format!("{b}x{nh}x{t}x{t} f32, block {block}"), times, &check);
         Ok(())
     });
 
@@ -411,6 +510,80 @@ fn main() -> Result<()> {
             stream.synchronize()?;
             let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
             table.row("V2 advance_step_kernel<256> (graphs)", &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
+            // Session 24, item 5: the gather as a weak load (`LDG.E.EL`) instead of `.nc`.
+            let weak_graph = stream
+                .capture(|s| {
+                    for _ in 0..IN_GRAPH {
+                        s24::advance_step_kernel_weak_gather::launch(
+                            s,
+                            config,
+                            nz(16),
+                            &sampled,
+                            &mut ours_pos,
+                            &mut ours_lens,
+                            &mut ours_slots,
+                            &tables,
+                            stride as u32,
+                        )?;
+                    }
+                    Ok(())
+                })?
+                .instantiate()?;
+            // Positions back to the start, so that this timing's replays stay inside the tables
+            // as the first one's did (the twin reads no bound).
+            stream.synchronize()?;
+            ours_lens.copy_from_host(&lens0)?;
+            twin_lens.copy_from_host(&lens0)?;
+            // SAFETY: as above (the weak graph's buffers are the first graph's).
+            let run_weak_graph = || -> Result<()> { Ok(unsafe { weak_graph.launch(&stream) }?) };
+            let (o, t) = time_pair(&context, &stream, 20, run_weak_graph, run_twin_graph)?;
+            stream.synchronize()?;
+            let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
+            table.row("V2 weak gather (graphs, s24)", &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
+            // Session 24 (final call): without `.reqntid` (EIATTR_REQNTID), and without the unused
+            // slice parameter (a smaller parameter block), each beside the twin's graph.
+            for variant in ["no reqntid", "fewer params"] {
+                stream.synchronize()?;
+                ours_lens.copy_from_host(&lens0)?;
+                twin_lens.copy_from_host(&lens0)?;
+                let graph = stream
+                    .capture(|s| {
+                        for _ in 0..IN_GRAPH {
+                            if variant == "no reqntid" {
+                                s24::advance_step_kernel_no_reqntid::launch(
+                                    s,
+                                    config,
+                                    nz(16),
+                                    &sampled,
+                                    &mut ours_pos,
+                                    &mut ours_lens,
+                                    &mut ours_slots,
+                                    &tables,
+                                    stride as u32,
+                                )?;
+                            } else {
+                                s24::advance_step_kernel_fewer_params::launch(
+                                    s,
+                                    config,
+                                    nz(16),
+                                    &mut ours_pos,
+                                    &mut ours_lens,
+                                    &mut ours_slots,
+                                    &tables,
+                                    stride as u32,
+                                )?;
+                            }
+                        }
+                        Ok(())
+                    })?
+                    .instantiate()?;
+                // SAFETY: as above (the same buffers as the first graph's).
+                let run_graph = || -> Result<()> { Ok(unsafe { graph.launch(&stream) }?) };
+                let (o, t) = time_pair(&context, &stream, 20, run_graph, run_twin_graph)?;
+                stream.synchronize()?;
+                let per_kernel = (o / IN_GRAPH as f64, t / IN_GRAPH as f64);
+                table.row(&format!("V2 {variant} (graphs, s24)"), &format!("{IN_GRAPH} launches a graph, per launch"), per_kernel, "(timing only)");
+            }
         }
         Ok(())
     });
