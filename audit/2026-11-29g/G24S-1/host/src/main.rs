@@ -5,7 +5,7 @@
 
 use ferrocuda_device::cpu::{CpuExecutor, LaunchConfig as CpuConfig};
 use ferrocuda_host::{Context, Device, DeviceBuffer, LaunchConfig, Stream};
-use g24s1_kernels::g24s1_wrapped_row;
+use g24s1_kernels::{RADIX_A, g24s1_wrapped_row, g24s2_radix_by_cfg};
 
 // Found by a search (audit/2026-11-29g/G24S-1/search.py): radices a b = 4 273 383 312 (within
 // u32), thread index I near 2^32, whose row (q a b + y a + x) is past 2^33 - 2^32.
@@ -32,8 +32,44 @@ fn math() -> u64 {
     start
 }
 
+/// G24S-2: the host build's radix `a` is 1, the device build's 0; the layout words agree.
+fn g24s2(gpu: bool) -> i32 {
+    let word = |c: u32, a: u32, b: u32| u64::from(c) | u64::from(a) << 32 | u64::from(b).rotate_left(16);
+    println!("G24S-2 host RADIX_A = {RADIX_A}; layout word host (4, 1, 65536) = {:#x}, device (4, 0, 65536) = {:#x}", word(4, 1, 65536), word(4, 0, 65536));
+    let mut host = vec![0u8; 4 * 65536];
+    let r = g24s2_radix_by_cfg::launch_cpu(&CpuExecutor::new(), CpuConfig::new(256u32, 256u32), &mut host);
+    println!("G24S-2 CPU executor (a = 1): {r:?}; rows written: {}", host.chunks(4).filter(|r| r[0] != 0).count());
+    if !gpu {
+        return 0;
+    }
+    if !matches!(Device::count(), Ok(n) if n >= 1) {
+        println!("SKIPPED g24s2 gpu: no GPU");
+        return 2;
+    }
+    let context = Context::primary(0).unwrap();
+    let stream = Stream::new(&context).unwrap();
+    let mut out = DeviceBuffer::<u8>::zeroed(&context, 4 * 65536).unwrap();
+    let launched = g24s2_radix_by_cfg::launch(&stream, LaunchConfig::new(256u32, 256u32), &mut out);
+    println!("G24S-2 GPU launch (the host's checks, a = 1): {launched:?}");
+    let r = launched.and_then(|()| stream.synchronize());
+    println!("G24S-2 GPU synchronize: {r:?}");
+    match r {
+        Ok(()) => {
+            println!("NOT REPRODUCED g24s2: the kernel ran (expected the device build's `assert_unchecked(group != 0)` path)");
+            1
+        }
+        Err(e) => {
+            println!("REPRODUCED g24s2: the launch passed the host's checks and the device build ran a path its own assumptions rule out (a = 0): {e}");
+            0
+        }
+    }
+}
+
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "math".into());
+    if which == "cpu2" || which == "gpu2" {
+        std::process::exit(g24s2(which == "gpu2"));
+    }
     let start = math();
     if which == "cpu" {
         let mut out = vec![0u8; LEN];

@@ -26,3 +26,17 @@ pub fn g24s1_wrapped_row(mut att: DisjointSlice<u8, PermutedRows>, cols: u32, a:
         row[1] = 3;
     }
 }
+
+/// G24S-2: the layout word the host checks against the device's holds a `cols(..)` triple's
+/// constant widths as `cols | a << 32 | b.rotate_left(16)`, an OR that two triples share:
+/// `(4, 1, 65536)` and `(4, 0, 65536)` are both `4 | 1 << 32`. A `cfg`-chosen radix then gives
+/// the host build `a = 1` (its launch check passes) and the device build `a = 0`, which
+/// `permuted` assumes away (`assert_unchecked(group != 0)`): undefined behaviour from safe code.
+pub const RADIX_A: u32 = if cfg!(target_arch = "nvptx64") { 0 } else { 1 };
+
+/// Every thread takes its row and writes its index's low byte at element 0.
+#[kernel(cols(att = (4, RADIX_A, 65536)))]
+pub fn g24s2_radix_by_cfg(mut att: DisjointSlice<u8, PermutedRows>) {
+    let Some((at, row)) = att.row_mut(unique_index()) else { return };
+    row[0] = at.row as u8 | 1;
+}
