@@ -27,7 +27,12 @@ fn math() -> u64 {
     let row = u64::from(q) * u64::from(group) + u64::from(y * A + x);
     let start = row.wrapping_mul(u64::from(COLS));
     println!("a b = {group} (<= u32::MAX {}), thread {I}: q {q} x {x} y {y} row {row} (2^32 = {})", u32::MAX, 1u64 << 32);
-    println!("row * cols = {} (exact), wraps in u64 to start {start}; start + cols = {} <= len {LEN}: {}", u128::from(row) * u128::from(COLS), start + u64::from(COLS), start + u64::from(COLS) <= LEN as u64);
+    println!(
+        "row * cols = {} (exact), wraps in u64 to start {start}; start + cols = {} <= len {LEN}: {}",
+        u128::from(row) * u128::from(COLS),
+        start + u64::from(COLS),
+        start + u64::from(COLS) <= LEN as u64
+    );
     println!("thread 0 owns [0, {COLS}); thread {I} is handed [{start}, {}): overlap {}", start + u64::from(COLS), start < u64::from(COLS));
     start
 }
@@ -97,7 +102,9 @@ fn main() {
     let (s, n) = (start as usize, back.iter().filter(|&&v| v != 0).count());
     println!("element {s} (thread 0's row, index {s}): {}; element {} (thread 0's row): {}; nonzero elements: {n}", back[s], s + 1, back[s + 1]);
     if back[s + 1] == 3 {
-        println!("REPRODUCED g24s1: thread {I} wrote inside row 0, which `PermutedRows` gives to thread 0 alone (two `&mut [u8]` over one element: a data race on element {s})");
+        println!(
+            "REPRODUCED g24s1: thread {I} wrote inside row 0, which `PermutedRows` gives to thread 0 alone (two `&mut [u8]` over one element: a data race on element {s})"
+        );
         std::process::exit(0);
     }
     println!("NOT REPRODUCED g24s1");
