@@ -17,24 +17,25 @@ venv=$FERROCUDA_PYTHON_VENV
 
 wheel=$("$root/scripts/build-python-wheel.sh" "$CARGO_TARGET_DIR/wheels" numpy pytest | tail -n 1)
 "$venv/bin/pip" install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheel"
-cd "$root/python/ferrocuda-torch"
-PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider tests
 
 # The G23R regression tests' op crate (python/ferrocuda-torch/tests/g23r_op: an op author's safe
-# Rust that runs Python code, lets the GIL go, keeps the call's stream; audit 2026-11-29d), built
-# in place into a wheel (so CI compiles it against this checkout's API); with torch importable,
-# unpacked and named to tests/test_g23r_fixes.py (its GPU cases skip without a GPU).
-# FERROCUDA_SKIP_TORCH_OP=1 skips it too.
+# Rust that runs Python code, lets the GIL go, keeps the call's stream; audit 2026-11-29d; and
+# G23L-1's second extension built on ferrocuda-torch), built in place into a wheel (so CI
+# compiles it against this checkout's API); with torch importable, unpacked and named to the
+# tests (G23R_OP_PATH), which then run with it in the same process as the others (its GPU cases
+# skip without a GPU). FERROCUDA_SKIP_TORCH_OP=1 skips it too.
+g23r_op=""
 if [ "${FERROCUDA_SKIP_TORCH_OP:-0}" != 1 ]; then
   rm -rf "$CARGO_TARGET_DIR/wheels/g23r_torch_op-"*.whl
   "$venv/bin/maturin" build --release --quiet -m "$root/python/ferrocuda-torch/tests/g23r_op/Cargo.toml" --out "$CARGO_TARGET_DIR/wheels"
   if "$venv/bin/python" -c "import torch" 2>/dev/null; then
     g23r_op=$(mktemp -d "${TMPDIR:-/tmp}/ferrocuda-g23r-op.XXXXXX")
     "$venv/bin/python" -m zipfile -e "$CARGO_TARGET_DIR/wheels/g23r_torch_op-"*.whl "$g23r_op"
-    (cd "$root/python/ferrocuda-torch" && G23R_OP_PATH="$g23r_op" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests/test_g23r_fixes.py)
-    rm -rf "$g23r_op"
   fi
 fi
+cd "$root/python/ferrocuda-torch"
+G23R_OP_PATH="$g23r_op" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests
+if [ -n "$g23r_op" ]; then rm -rf "$g23r_op"; fi
 
 # templates/torch-op, as a user builds it: copied out of this checkout, its ferrocuda
 # dependencies pointed here (`"0.1"` -> a path), built into a wheel by maturin (what

@@ -62,12 +62,15 @@ if [ "$gpus" -ge 2 ]; then
 else
   echo "SKIPPED multi-GPU examples (data_parallel, allreduce_bench): $gpus GPU" | tee -a "$summary"
 fi
-# The Python package's tests (stage.sh's python/ folder) with this machine's PyTorch.
+# The Python package's tests (stage.sh's python/ folder) with this machine's PyTorch: every test
+# file in one pytest process, the g23r_op test extension importable beside ferrocuda_torch
+# (G23R_OP_PATH; two extensions built on ferrocuda-torch in one process is G23L-1's case).
 if [ -d "$work/python" ]; then
   py=/opt/torch/.venv/bin/python; [ -x "$py" ] || py=python3
-  mkdir -p "$work/python/lib"
+  mkdir -p "$work/python/lib" "$work/python/oplib"
   for w in "$work"/python/wheel/*.whl "$work"/python/pywheels/*.whl; do "$py" -m zipfile -e "$w" "$work/python/lib"; done
-  run python_torch 300 env PYTHONPATH="$work/python/lib" PYTHONDONTWRITEBYTECODE=1 \
+  for w in "$work"/python/op/*.whl; do [ -f "$w" ] && "$py" -m zipfile -e "$w" "$work/python/oplib"; done
+  run python_torch 300 env PYTHONPATH="$work/python/lib:$work/python/oplib" G23R_OP_PATH="$work/python/oplib" PYTHONDONTWRITEBYTECODE=1 \
     bash -c 'cd "$1" && "$2" -m pytest -q -rs -p no:cacheprovider .' _ "$work/python/tests" "$py"
 else
   echo "SKIPPED the Python package's tests: not staged (STAGE_PYTHON=0)" | tee -a "$summary"

@@ -52,16 +52,23 @@ for line in sys.stdin:
         shutil.copy(m["executable"], sys.argv[1] + "/" + name)
 ' "$work/bin"
 # The Python package (python/ferrocuda-torch) and its tests, run there with the machine's PyTorch:
-# its wheel built by scripts/build-python-wheel.sh (as scripts/check-python.sh builds it) and
-# pytest's wheels (the GPU machine has no network). STAGE_PYTHON=0 leaves it out.
+# its wheel built by scripts/build-python-wheel.sh (as scripts/check-python.sh builds it), the
+# test extension g23r_op (tests/g23r_op: the G23R tests' op crate, G23L-1's second extension; a
+# wheel of its own, as check-python.sh builds it) and pytest's wheels (the GPU machine has no
+# network). run.sh runs every test file in one pytest process, with both extensions importable.
+# STAGE_PYTHON=0 leaves it out.
 if [ "${STAGE_PYTHON:-1}" != 0 ]; then
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
   export FERROCUDA_PYTHON_VENV="${FERROCUDA_PYTHON_VENV:-$CARGO_TARGET_DIR/python-venv}"
   venv=$FERROCUDA_PYTHON_VENV
-  mkdir -p "$work/python/pywheels"
+  mkdir -p "$work/python/pywheels" "$work/python/op"
   "$root/scripts/build-python-wheel.sh" "$work/python/wheel" >/dev/null
+  "$venv/bin/maturin" build --release --quiet -m "$root/python/ferrocuda-torch/tests/g23r_op/Cargo.toml" --out "$work/python/op"
   "$venv/bin/pip" download --quiet --disable-pip-version-check --only-binary=:all: --dest "$work/python/pywheels" pytest
   cp -r "$root/python/ferrocuda-torch/tests" "$work/python/tests"
+  # The op crate's sources stay here: beside the tests, `import g23r_op` would find them (a
+  # namespace package) instead of the built module.
+  rm -rf "$work/python/tests/g23r_op"
 fi
 # The CUDA C++ twins of the ported kernels (examples/ports_bench.rs), built by nvcc there.
 cp "$root/bench/cuda/ports.cu" "$root/bench/cuda/llmc_cuda_utils.cuh" "$work/bin/"

@@ -13,12 +13,14 @@
 //! lends. Holding a tensor does not hold its *memory*: `resize_()` frees it in place, and any
 //! Python code can call it, including code that runs while the call reads its arguments (a
 //! subclass's `__torch_function__` or property, a torch function or dispatch mode, torch's
-//! `empty_like` of the outputs under such a mode). So the addresses, sizes, layouts and devices
-//! the checks saw are read again, last, through a path that runs no Python code
-//! (`native.rs`: torch's C methods with `__torch_function__` and the Python dispatch keys
-//! off), and a call whose tensors changed meanwhile is refused (audit 2026-11-28h, G20R-3; the
-//! same read catches a subclass that reports a storage that is not its own). And since session 23
-//! each tensor is read once more where a launch uses its slice (see "Why the memory is there").
+//! `empty_like` of the outputs under such a mode, the op author's own code). So the addresses,
+//! sizes, dtypes, layouts and devices the checks saw are read again, last, where a launch uses
+//! each tensor's slice, through a path that runs no Python code (`native.rs`: torch's C methods
+//! with `__torch_function__` and the Python dispatch keys off), and a launch whose tensors
+//! changed meanwhile is refused (audit 2026-11-28h, G20R-3; session 23, G23R-1; the same read
+//! catches a subclass that reports a storage that is not its own). Since session 24 that read
+//! is the only one after the checks (the call's start read none: everything it guarded, the
+//! read at use guards, later), and a cheap one (see "Why the memory is there").
 //!
 //! **Why the memory is there** (session 21: the argument used to end "the GIL keeps other
 //! threads' Python code out", which is not enough: torch's bindings release the GIL inside its
@@ -33,7 +35,12 @@
 //!   ferrocuda's code runs (the launcher's other arguments, read the same way, and the door),
 //!   no callback, property or hook (session 23, G23R-1: the last read used to be `verify`'s,
 //!   at the call's start, and the op author's closure, which runs after it, could run Python
-//!   code or let the GIL go before its launches; a changed tensor now refuses the launch). A
+//!   code or let the GIL go before its launches; a changed tensor now refuses the launch).
+//!   Session 24 made that read cheap without moving it: torch's checked C methods and
+//!   property getters are called through CPython's C entry points (`PyObject_Vectorcall`, the
+//!   getset descriptor's `tp_descr_get`) with no argument tuple, torch's two guards are entered
+//!   on objects kept per thread, and nothing of the read itself can run Python code (its
+//!   results are ints, bools and a dtype torch keeps). A
 //!   tensor map made from a slice reads it when the map is made: keep no Python code between
 //!   the two (docs/interop.md). On other
 //!   threads: while this thread holds the GIL no Python code runs there, but torch code that a
@@ -54,11 +61,14 @@
 //!   runs and frees the memory (before session 22 the slices were `BorrowedSlice`s, which are
 //!   `Send`: moved into `detach`, they launched after the GIL was released).
 //! - (b) The `Call` holds a reference to each tensor (its storage lives), and each tensor is
-//!   recorded on the launch stream (again at each use) (`record_stream`, in the hooks-off
-//!   section, before the last read): torch's caching allocator, when the memory is freed (a
+//!   recorded on the launch stream at each use (`record_stream`, in the hooks-off section,
+//!   before the read): torch's caching allocator, when the memory is freed (a
 //!   `del`, a `resize_` after the call), reuses it only after the work queued on that stream by
 //!   then, which includes this call's (queued before the call returns and lets the tensors go).
-//!   Outputs the op allocated come from the launch stream itself, in its order.
+//!   Outputs the op allocated come from the launch stream itself, in its order. The record is
+//!   made at the use, not once at the call's start: memory freed and allocated again by code
+//!   the call runs (at the same address, from another stream's pool) carries no record of this
+//!   stream, and the address alone does not tell the two allocations apart.
 //! - (c) Torch writes a tensor through work on the stream current at the time; work of torch
 //!   on another stream that touches this call's tensors concurrently is a race torch's own ops
 //!   would have too (torch leaves cross-stream ordering to the program, `record_stream`,
@@ -81,9 +91,9 @@
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
 //! tensor allocated on another stream and freed (or resized) after the call returns would be
 //! reused there while the kernel still reads or writes it. Torch's own ops leave that to the
-//! user (`Tensor.record_stream`); a `Call` does it itself: every tensor of the call (its outputs
-//! too, and again at each use) is recorded on the current stream (`record_stream`, in the same
-//! no-Python-code section, before the last read), so the allocator reuses its memory only after
+//! user (`Tensor.record_stream`); a `Call` does it itself: every tensor a launch uses (its outputs
+//! too, at each use) is recorded on the current stream (`record_stream`, in the same
+//! no-Python-code section, before the read), so the allocator reuses its memory only after
 //! the work queued on that stream so far. For a tensor allocated on the current stream the
 //! allocator returns at once (no event, no memory held longer); the cost is the call itself.
 //! The outputs an op allocates come from the current stream with every hook off (`op.rs`, torch's
@@ -228,7 +238,7 @@ impl TensorInfo {
     /// A tensor that torch has just allocated for the call (`torch.empty_like` and kin) while
     /// `hooks` kept every Python hook off, asked for C-contiguous, of the given shape and dtype,
     /// on `device`; only its address is read here (through `hooks`). What the allocator returned
-    /// is not trusted: [`verify`] and each use read it back like an input (G23R-3).
+    /// is not trusted: each use reads it back like an input (G23R-3, [`Call::check_at_use`]).
     pub(crate) fn fresh(
         hooks: &crate::native::NoHooks<'_>,
         name: &'static str,
@@ -415,31 +425,20 @@ pub(crate) fn check_tensors(op: &str, tensors: &[TensorInfo]) -> PyResult<usize>
     Ok(device)
 }
 
-/// The check before a call's memory is lent (see the [module docs](self)): with no Python code
-/// of anyone's able to run, records each of `objects` (the tensors `tensors` describe) on torch's
-/// current stream `stream` (`None` in host-only mode, which launches nothing), then reads each
-/// tensor's address, element count, element size, layout and device again and refuses the call
-/// if any differs from what the checks saw. The outputs the call allocated itself
-/// ([`TensorInfo::fresh`]) are read too (G23R-3, audit 2026-11-29d: the allocator is not
-/// trusted either). The same check runs again for each tensor where its memory is used
-/// ([`Call::check_at_use`], G23R-1).
-pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>], stream: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+/// Host-only mode's read of a call's tensors ([`set_host_only`]: nothing launches, so no
+/// [`Call::check_at_use`] reads them): with no Python code of anyone's able to run, reads each
+/// of `objects` (the tensors `tensors` describe, the outputs the call allocated included) and
+/// refuses the call if any differs from what the checks saw. What the CPU overhead benchmark
+/// measures in place of the reads a launch's arguments get on the GPU.
+pub(crate) fn verify(py: Python<'_>, op: &str, tensors: &[TensorInfo], objects: &[Py<PyAny>]) -> PyResult<()> {
     let objects: Vec<&Bound<'_, PyAny>> = objects.iter().map(|o| o.bind(py)).collect();
     // The collector paused before anything here allocates (a collection runs finalizers, which
-    // are Python code), and again after `record_stream`, a torch op that may let the GIL go
-    // (another thread may re-enable the collector meanwhile): no finalizer runs among the reads.
+    // are Python code): no finalizer runs among the reads.
     let gc = crate::native::GcPaused::enter(py)?;
     let hooks = crate::native::NoHooks::enter(py)?;
-    if let Some(stream) = stream {
-        for object in &objects {
-            hooks.record_stream(object, stream)?;
-        }
-    }
-    let gc_again = crate::native::GcPaused::enter(py)?;
     let now = hooks.read(&objects)?;
     drop(hooks);
     let outcome = tensors.iter().zip(&now).try_for_each(|(t, n)| compare(op, t, n));
-    drop(gc_again);
     drop(gc);
     outcome
 }
@@ -469,6 +468,33 @@ fn compare(op: &str, t: &TensorInfo, n: &crate::native::Native) -> PyResult<()> 
         n.numel,
         n.element_size,
         n.device,
+        n.contiguous
+    )))
+}
+
+/// What the call checked of `t` against what it is where a launch uses it (`n`, read with the
+/// hooks off: [`Call::check_at_use`]).
+fn compare_at_use(py: Python<'_>, op: &str, t: &TensorInfo, n: &crate::native::UseRead) -> PyResult<()> {
+    let dtype_ok = t.dtype.object(py).is_ok_and(|d| d.as_ptr() as usize == n.dtype);
+    if (n.address, n.numel) == (t.address, t.numel) && dtype_ok && n.contiguous && n.cuda == Some(t.device as i64) {
+        return Ok(());
+    }
+    let role = if t.fresh { "an output the op allocated" } else { "an argument" };
+    let device = n.cuda.map_or_else(|| "not a CUDA tensor".to_string(), |d| format!("cuda:{d}"));
+    Err(PyRuntimeError::new_err(format!(
+        "{op}: `{}` ({role}) is not what the op checked (address {:#x}, {} elements of {}, cuda:{}, contiguous; now {:#x}, {} elements, \
+         {}, {device}, contiguous: {}): Python code run during the call (a __torch_function__, a property, a torch function or dispatch \
+         mode, a hook run by the op itself, another thread while the op let the GIL go) resized, re-pointed or re-typed it, or it reports \
+         a storage that is not its own. Pass plain tensors (t.as_subclass(torch.Tensor)), do not change them from hooks, and do not \
+         rebind torch's functions (audit 2026-11-28h G20R-3, 2026-11-29d G23R-1/G23R-3)",
+        t.name,
+        t.address,
+        t.numel,
+        t.dtype.torch_name(),
+        t.device,
+        n.address,
+        n.numel,
+        if dtype_ok { t.dtype.torch_name() } else { "another dtype" },
         n.contiguous
     )))
 }
@@ -567,9 +593,10 @@ impl Call {
         let context = context(device)?;
         let raw = torch_current_stream(py, device)?;
         let stream_object = crate::native::current_stream_object(py, device, raw)?;
-        // G20R-2's `record_stream` and G20R-3's read, none of which runs anyone's Python code;
-        // each use of a tensor reads it again (`check_at_use`).
-        verify(py, op, &tensors, &keep, Some(&stream_object))?;
+        // No read of the tensors here (session 24): G20R-2's `record_stream` and G20R-3's read,
+        // which `verify` made here until session 23, are made where each tensor's memory is
+        // used (`check_at_use`), after any Python code the call runs; a tensor no launch uses is
+        // not touched, so it needs neither.
         // SAFETY: torch's current stream of `device`, a stream torch keeps for the life of the
         // process (its pooled streams and the default streams; a user-made `torch.cuda.Stream`
         // is kept alive by torch's current-stream state while it is current, which it is for
@@ -579,7 +606,7 @@ impl Call {
         // Work queued on it during a torch capture may use only memory torch keeps alive for
         // the graph: the door refuses ferrocuda-owned memory there (G23R-2,
         // `Error::OwnedMemoryInOwnerCapture`), and the slices this call lends are torch's
-        // tensors, re-read at each use; kernels of `context`, which stays loaded for the life
+        // tensors, read at each use; kernels of `context`, which stays loaded for the life
         // of the process (`context` above); an explicitly loaded `Module`'s launch declares its
         // globals at the door, so it is refused there too (docs/interop.md).
         let current = context.push_current().map_err(gpu_error)?;
@@ -589,24 +616,31 @@ impl Call {
         Ok(Call { op: op.to_string(), tensors, taken, stream, stream_object: stream_object.unbind(), _current: current, keep })
     }
 
-    /// Reads tensor `index` again, with every Python hook off, just before its memory is handed
-    /// to a launch (G23R-1, audit 2026-11-29d): records it on the launch stream, then compares
-    /// its address, element count, element size, layout and device with what the call checked.
-    /// From the read to the launch only ferrocuda's code runs (the launcher's other arguments,
-    /// each read the same way, and the door), with the collector paused for the read.
-    fn check_at_use(&self, index: usize) -> PyResult<()> {
+    /// Reads tensor `index`, with every Python hook off, where its memory is handed to a launch
+    /// (G23R-1, audit 2026-11-29d): records it on the launch stream, then compares its address,
+    /// element count, dtype, contiguity and device with what the call checked. From the read to
+    /// the launch only ferrocuda's code runs (the launcher's other arguments, each read the same
+    /// way, and the door).
+    ///
+    /// The only read of the tensor between the call's checks and its launches (session 24: the
+    /// read at the call's start, `verify`'s, went; everything it guarded is guarded here, after
+    /// any Python code the call runs), and a cheap one: torch's checked C methods called without
+    /// argument tuples, its two guards entered on objects kept per thread
+    /// ([`crate::native::NoHooks`]). The collector is paused around `record_stream` and the read
+    /// (`record_stream` makes an argument tuple inside torch, a GC-tracked object whose allocation
+    /// may run a collection, and a collection runs finalizers: Python code that could change an
+    /// argument of this launch already read), and again after `record_stream`, which lets the
+    /// GIL go (another thread may re-enable the collector meanwhile).
+    pub(crate) fn check_at_use(&self, index: usize) -> PyResult<()> {
         Python::attach(|py| {
-            // As in `verify`: the collector paused before anything allocates (an earlier
-            // argument of the same launch, already read, must not be freed by a finalizer that a
-            // collection here runs), and again after `record_stream`.
             let gc = crate::native::GcPaused::enter(py)?;
             let object = self.keep[index].bind(py);
             let hooks = crate::native::NoHooks::enter(py)?;
             hooks.record_stream(object, self.stream_object.bind(py))?;
             let gc_again = crate::native::GcPaused::enter(py)?;
-            let now = hooks.read(&[object]);
+            let now = hooks.read_for_use(object);
             drop(hooks);
-            let outcome = now.and_then(|now| compare(&self.op, &self.tensors[index], &now[0]));
+            let outcome = now.and_then(|now| compare_at_use(py, &self.op, &self.tensors[index], &now));
             drop(gc_again);
             drop(gc);
             outcome
@@ -649,18 +683,21 @@ impl Call {
     /// this thread, with the GIL held ([`TensorSlice`]).
     pub fn input<T: TorchElement>(&self, name: &str) -> PyResult<TensorSlice<'_, T>> {
         let (index, info) = self.typed::<T>(name, false)?;
-        // SAFETY: the memory of a live CUDA tensor of this device: `self` holds a reference to
-        // the tensor, and its address, size, layout and device were read last by `verify`, after
-        // which no Python code of this thread runs before the launch (and another thread's torch
-        // code changing the tensor meanwhile is a race inside torch, see the module docs, "Why
-        // the memory is there"), so its storage is still there; `numel` elements of `T` (its element size was checked; every
-        // bit pattern is a value of each `TorchElement`), contiguous. Torch writes it only
-        // through work queued on its current stream (the home stream) before or after this
-        // call, and reuses it, once freed or resized, only after the work queued on that stream
-        // (`record_stream` in `verify`, whatever stream allocated it); no output overlaps it
-        // (`check_tensors`). Not covered (G21R-1, documented in docs/interop.md "Other
-        // threads"): another thread's torch op, running without the GIL, that frees the memory
-        // between `verify` and the launch, as it would under torch's own ops.
+        // SAFETY: the memory of a CUDA tensor of this device as the call checked it: `self` holds
+        // a reference to the tensor, and the slice's memory reaches the GPU only through its
+        // `kernel_arg`, which first records the tensor on the launch stream and reads its
+        // address, size, dtype, layout and device again (`check_at_use`), refusing the launch
+        // if any differs; from that read to the launch no Python code of this thread runs (and
+        // another thread's torch code changing the tensor meanwhile is a race inside torch, see
+        // the module docs, "Why the memory is there"), so at the launch its storage is there:
+        // `numel` elements of `T` (its dtype is `T`'s; every bit pattern is a value of each
+        // `TorchElement`), contiguous. Torch writes it only through work queued on its current
+        // stream (the home stream) before or after this call, and reuses it, once freed or
+        // resized, only after the work queued on that stream (`record_stream` at the use,
+        // whatever stream allocated it); no output overlaps it (`check_tensors`). Not covered
+        // (G21R-1, documented in docs/interop.md "Other threads"): another thread's torch op,
+        // running without the GIL, that frees the memory between the read at use and the
+        // launch, as it would under torch's own ops.
         let slice = unsafe { BorrowedSlice::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
         Ok(TensorSlice { slice, call: self, index, _gil_bound: PhantomData })
     }

@@ -42,7 +42,10 @@ struct Api {
     /// `torch._C.TensorBase`, the C base class of `torch.Tensor`: a static type (made by C code,
     /// immutable), checked.
     tensor_base: Py<PyType>,
+    /// `torch._C.DisableTorchFunction` (a static type) and its C `__enter__`/`__exit__`.
     disable_function: Py<PyAny>,
+    function_enter: Py<PyAny>,
+    function_exit: Py<PyAny>,
     /// `torch._C._DisableTorchDispatch` and its `__enter__`/`__exit__` (see [`dispatch_guard`]).
     disable_dispatch: Py<PyAny>,
     dispatch_enter: Py<PyAny>,
@@ -51,6 +54,8 @@ struct Api {
     numel: Py<PyAny>,
     element_size: Py<PyAny>,
     is_contiguous: Py<PyAny>,
+    /// The getter of `dtype` (torch's dtype objects are singletons: compared by identity).
+    dtype: Py<PyAny>,
     is_floating_point: Py<PyAny>,
     get_device: Py<PyAny>,
     size: Py<PyAny>,
@@ -62,13 +67,13 @@ struct Api {
     new_empty: Py<PyAny>,
     #[cfg_attr(not(feature = "library"), allow(dead_code))]
     copy_: Py<PyAny>,
-    /// The getter of `requires_grad`.
+    /// The getter of `requires_grad` (each getter: the checked descriptor, called by [`get`]).
     requires_grad: Py<PyAny>,
-    /// The getters of the `is_cuda` and `is_cpu` properties (`TensorBase.is_cuda.__get__`).
+    /// The getters of the `is_cuda` and `is_cpu` properties.
     is_cuda: Py<PyAny>,
     is_cpu: Py<PyAny>,
     current_stream: Py<PyAny>,
-    /// `torch._C._CudaStreamBase` (static) and the getter of its `cuda_stream`, to check what
+    /// `torch._C._CudaStreamBase` (static) and the getter (descriptor) of its `cuda_stream`, to check what
     /// `torch.cuda.current_stream` returned; `None` in a torch built without CUDA.
     cuda_stream_base: Option<(Py<PyType>, Py<PyAny>)>,
 }
@@ -149,9 +154,72 @@ fn c_method(ty: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
     c_descriptor(ty, name, &raw mut pyo3::ffi::PyMethodDescr_Type).map(Bound::unbind)
 }
 
-/// The getter of the C property `name` of the static type `ty` (`descriptor.__get__`).
+/// The C property `name` of the static type `ty`: its getset descriptor, checked (called
+/// through [`get`]).
 fn c_getter(ty: &Bound<'_, PyType>, name: &str) -> PyResult<Py<PyAny>> {
-    c_descriptor(ty, name, &raw mut pyo3::ffi::PyGetSetDescr_Type)?.getattr("__get__").map(Bound::unbind)
+    c_descriptor(ty, name, &raw mut pyo3::ffi::PyGetSetDescr_Type).map(Bound::unbind)
+}
+
+/// `PyObject_Vectorcall` (CPython's call without an argument tuple), looked up in the running
+/// interpreter: exported from 3.11 on (stable ABI from 3.12), not in the 3.9 ABI the wheel is
+/// built for; `None` before 3.11, where [`call_c`] builds the tuple.
+type Vectorcall = unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *const *mut pyo3::ffi::PyObject, usize, *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject;
+
+fn vectorcall() -> Option<Vectorcall> {
+    static FUNCTION: OnceLock<Option<usize>> = OnceLock::new();
+    let address = *FUNCTION.get_or_init(|| {
+        // SAFETY: dlsym with the default handle and a NUL-terminated name.
+        let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"PyObject_Vectorcall".as_ptr()) };
+        (!found.is_null()).then_some(found as usize)
+    });
+    // SAFETY: a found symbol is CPython's `PyObject_Vectorcall`, of this signature (its C API).
+    address.map(|a| unsafe { std::mem::transmute::<usize, Vectorcall>(a) })
+}
+
+/// `f(*args)` for a C function or method descriptor checked at load ([`api`]): with
+/// `PyObject_Vectorcall` where the interpreter has it, so no argument tuple is allocated (a
+/// tuple is a GC-tracked object; torch's C methods are called with the tensor as `self`).
+fn call_c<'py>(py: Python<'py>, f: &Py<PyAny>, args: &[&Bound<'py, PyAny>]) -> PyResult<Bound<'py, PyAny>> {
+    let Some(vectorcall) = vectorcall().filter(|_| args.len() <= 4) else {
+        return f.bind(py).call1(pyo3::types::PyTuple::new(py, args)?);
+    };
+    let mut pointers = [std::ptr::null_mut(); 4];
+    for (pointer, arg) in pointers.iter_mut().zip(args) {
+        *pointer = arg.as_ptr();
+    }
+    // SAFETY: `f` and each argument are live objects (borrowed for the call), `args.len()`
+    // pointers are passed, no keyword names; the GIL is held. Returns a new reference or null
+    // with an exception set.
+    unsafe { Bound::from_owned_ptr_or_err(py, vectorcall(f.as_ptr(), pointers.as_ptr(), args.len(), std::ptr::null_mut())) }
+}
+
+/// CPython's `tp_descr_get` of getset descriptors (`PyGetSetDescr_Type`), which checks the
+/// object's type against the descriptor's and calls its C getter: no argument tuple. `None` on
+/// CPython 3.9, whose `PyType_GetSlot` does not read a static type's slots (`__get__` is called).
+type DescrGet = unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject, *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject;
+
+fn descr_get(py: Python<'_>) -> Option<DescrGet> {
+    static SLOT: OnceLock<Option<usize>> = OnceLock::new();
+    let address = *SLOT.get_or_init(|| {
+        if py.version_info() < (3, 10) {
+            return None;
+        }
+        let slot = type_slot(&raw mut pyo3::ffi::PyGetSetDescr_Type, pyo3::ffi::Py_tp_descr_get);
+        (slot != 0).then_some(slot)
+    });
+    // SAFETY: the `tp_descr_get` slot of CPython's getset descriptor type, of this signature.
+    address.map(|a| unsafe { std::mem::transmute::<usize, DescrGet>(a) })
+}
+
+/// The C property `descriptor` (from [`c_getter`]) of `object`.
+fn get<'py>(py: Python<'py>, descriptor: &Py<PyAny>, object: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    match descr_get(py) {
+        // SAFETY: `descriptor` is a live getset descriptor (checked at load: exactly
+        // `PyGetSetDescr_Type`), `object` a live object; the slot checks the object's type and
+        // returns a new reference or null with an exception set. The GIL is held.
+        Some(get) => unsafe { Bound::from_owned_ptr_or_err(py, get(descriptor.as_ptr(), object.as_ptr(), std::ptr::null_mut())) },
+        None => descriptor.bind(py).call_method1(intern!(py, "__get__"), (object,)),
+    }
 }
 
 /// `object` checked to be a C function named `name`, bound to a module (a module-level
@@ -212,7 +280,7 @@ pub(crate) fn checked_dtype<'py>(object: Bound<'py, PyAny>, name: &str) -> PyRes
 /// a C function of another binding whose docstring names `_DisableTorchDispatch` (there is
 /// none in torch 2.11); and pybind11's `__init__`, which runs when the guard is made: Python
 /// code it might run runs before any address is read (the readers make the guard, record every
-/// tensor, then read every address: `dlpack::import_all`, and `glue::verify`, which also
+/// tensor, then read every address: `dlpack::import_all`, and `glue`'s read where a launch uses a tensor, which also
 /// compares with what the checks saw). What a subverted guard still allows is narrower: a
 /// handler run by `record_stream` that moves a tensor to memory of another stream after its
 /// record (the DLPack path would then not have that memory recorded: G20R-2's case).
@@ -324,6 +392,8 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
         Err(_) => None,
     };
     let api = Api {
+        function_enter: c_method(&disable_function, "__enter__")?,
+        function_exit: c_method(&disable_function, "__exit__")?,
         disable_function: disable_function.into_any().unbind(),
         disable_dispatch: disable_dispatch.unbind(),
         dispatch_enter,
@@ -341,6 +411,7 @@ fn api(py: Python<'_>) -> PyResult<&'static Api> {
         new_empty: method("new_empty")?,
         copy_: method("copy_")?,
         requires_grad: getter("requires_grad")?,
+        dtype: getter("dtype")?,
         is_cuda: getter("is_cuda")?,
         is_cpu: getter("is_cpu")?,
         // Python code of torch's (`torch.cuda.current_stream`); what it returns is checked
@@ -480,15 +551,27 @@ pub(crate) struct Native {
     pub device: Device,
 }
 
+/// What [`NoHooks::read_for_use`] read of a tensor.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct UseRead {
+    pub address: u64,
+    pub numel: usize,
+    /// The address of its dtype object (compared with torch's checked dtypes).
+    pub dtype: usize,
+    pub contiguous: bool,
+    /// Its CUDA device index, `None` when it is not a CUDA tensor.
+    pub cuda: Option<i64>,
+}
+
 /// `__torch_function__` handling and the Python dispatch keys off while the value lives: the
 /// calls made through it run torch's C code only.
 ///
 /// One section per op (session 21): a [`NoHooks`] entered while another of the same thread is
-/// alive enters nothing itself (a counter), so an op that holds one from its outputs'
-/// allocation to its final read (`glue::verify`, which enters its own) pays for torch's two
-/// guards once, not twice (each pair in and out is six Python calls, ~1.1 us). torch's guards are
-/// left only when the last `NoHooks` of the thread is dropped, whatever the order of the drops,
-/// so every one of them has the hooks off for its whole life.
+/// alive enters nothing itself (a counter). torch's guards are left only when the last
+/// `NoHooks` of the thread is dropped, whatever the order of the drops, so every one of them has
+/// the hooks off for its whole life. Entering and leaving are four calls of torch's checked C
+/// methods on two guard objects made once per thread (session 24: the at-use read of each tensor
+/// enters a section of its own, so its cost is paid per tensor per launch).
 pub(crate) struct NoHooks<'py> {
     py: Python<'py>,
     api: &'static Api,
@@ -501,6 +584,11 @@ thread_local! {
     /// How many [`NoHooks`] of this thread are alive, and torch's guards while any is. torch
     /// keeps the guards' state per thread too.
     static ENTERED: RefCell<(usize, Option<Guards>)> = const { RefCell::new((0, None)) };
+    /// This thread's `DisableTorchFunction` instance, made at its first section and kept
+    /// (session 24; a static C type with no Python code of its own: kept for the cost of making
+    /// one per section). It saves the state it replaces when entered: entered once at a time (the
+    /// [`ENTERED`] counter), on this thread only.
+    static FUNCTION_GUARD: RefCell<Option<Py<PyAny>>> = const { RefCell::new(None) };
     /// This thread's `_DisableTorchDispatch` instance, made at its first section and kept for
     /// the thread's life (session 22): it is entered and left by torch's checked C methods
     /// only, never dropped inside a call, so no `__del__` or weakref callback that Python code
@@ -519,6 +607,16 @@ fn dispatch_guard_instance<'py>(py: Python<'py>, api: &Api) -> PyResult<Bound<'p
     Ok(guard)
 }
 
+/// This thread's `DisableTorchFunction` instance ([`FUNCTION_GUARD`]), made on first use.
+fn function_guard_instance<'py>(py: Python<'py>, api: &Api) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(guard) = FUNCTION_GUARD.with_borrow(|g| g.as_ref().map(|g| g.clone_ref(py))) {
+        return Ok(guard.into_bound(py));
+    }
+    let guard = api.disable_function.bind(py).call0()?;
+    FUNCTION_GUARD.with_borrow_mut(|g| *g = Some(guard.clone().unbind()));
+    Ok(guard)
+}
+
 impl<'py> NoHooks<'py> {
     /// Enters both guards (torch's own C context managers: entering them runs no Python code),
     /// unless a [`NoHooks`] of this thread already holds them.
@@ -532,13 +630,15 @@ impl<'py> NoHooks<'py> {
             nested
         });
         if !nested {
-            let function = api.disable_function.bind(py).call0()?;
-            function.call_method0(intern!(py, "__enter__"))?;
-            // `__enter__` as checked once (`dispatch_guard`), not looked up on the instance.
-            let dispatch = match dispatch_guard_instance(py, api).and_then(|d| api.dispatch_enter.bind(py).call1((&d,)).map(|_| d)) {
+            // Both guards' `__enter__` and `__exit__` as checked once (`api`, `dispatch_guard`),
+            // never looked up on the instances.
+            let function = function_guard_instance(py, api)?;
+            call_c(py, &api.function_enter, &[&function])?;
+            let dispatch = match dispatch_guard_instance(py, api).and_then(|d| call_c(py, &api.dispatch_enter, &[&d]).map(|_| d)) {
                 Ok(dispatch) => dispatch,
                 Err(error) => {
-                    let _ = function.call_method1(intern!(py, "__exit__"), (py.None(), py.None(), py.None()));
+                    let none = py.None().into_bound(py);
+                    let _ = call_c(py, &api.function_exit, &[&function, &none, &none, &none]);
                     return Err(error);
                 }
             };
@@ -548,7 +648,29 @@ impl<'py> NoHooks<'py> {
     }
 
     fn call(&self, f: &Py<PyAny>, tensor: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-        f.bind(self.py).call1((tensor,))
+        call_c(self.py, f, &[tensor])
+    }
+
+    /// The C property `getter` of `tensor`.
+    fn get(&self, getter: &Py<PyAny>, tensor: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        get(self.py, getter, tensor)
+    }
+
+    /// What a launch needs of `tensor` now, read where its memory is used (`glue`'s at-use
+    /// check, G23R-1): its address, element count, dtype object (torch's dtypes are singletons,
+    /// checked at load to be its C ones: `glue::dtypes`), contiguity and CUDA device (`None`
+    /// when it is not a CUDA tensor). Six C calls, no argument tuple where the interpreter has
+    /// `PyObject_Vectorcall`; the results are ints, bools and a dtype torch keeps.
+    pub(crate) fn read_for_use(&self, tensor: &Bound<'py, PyAny>) -> PyResult<UseRead> {
+        let address = self.call(&self.api.data_ptr, tensor)?.extract()?;
+        let cuda = if self.get(&self.api.is_cuda, tensor)?.extract()? { Some(self.call(&self.api.get_device, tensor)?.extract()?) } else { None };
+        Ok(UseRead {
+            address,
+            numel: self.call(&self.api.numel, tensor)?.extract()?,
+            dtype: self.get(&self.api.dtype, tensor)?.as_ptr() as usize,
+            contiguous: self.call(&self.api.is_contiguous, tensor)?.extract()?,
+            cuda,
+        })
     }
 
     /// What `tensor` (a `torch.Tensor`, subclasses included) is now. The data pointers of all
@@ -560,10 +682,10 @@ impl<'py> NoHooks<'py> {
             .iter()
             .zip(addresses)
             .map(|(t, address)| {
-                let device = if self.call(&self.api.is_cuda, t)?.extract()? {
+                let device = if self.get(&self.api.is_cuda, t)?.extract()? {
                     let index: i64 = self.call(&self.api.get_device, t)?.extract()?;
                     Device::Cuda(usize::try_from(index).map_err(|_| PyValueError::new_err("a CUDA tensor with a negative device index"))?)
-                } else if self.call(&self.api.is_cpu, t)?.extract()? {
+                } else if self.get(&self.api.is_cpu, t)?.extract()? {
                     Device::Cpu
                 } else {
                     return Err(PyValueError::new_err("a tensor on a device other than the CPU or CUDA (meta, mps, ...): move it with .cuda()"));
@@ -588,7 +710,7 @@ impl<'py> NoHooks<'py> {
     /// allocator on the current stream (a capture's pool during a capture): torch's C method
     /// `TensorBase.new_empty`, called unbound on `like` (G23R-3, audit 2026-11-29d: not
     /// `torch.empty_like` or `torch.empty`, module attributes Python code can rebind). What it
-    /// returns is read back all the same (`glue::verify`).
+    /// returns is read back all the same (where a launch uses it: `glue`).
     pub(crate) fn new_empty(&self, like: &Bound<'py, PyAny>, shape: &[usize], dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
         let kwargs = pyo3::types::PyDict::new(self.py);
         kwargs.set_item(intern!(self.py, "dtype"), dtype)?;
@@ -606,7 +728,7 @@ impl<'py> NoHooks<'py> {
     /// would refuse it (it requires grad, or its negative bit is set), if it cannot.
     #[cfg_attr(not(feature = "library"), allow(dead_code))]
     pub(crate) fn refused_export(&self, tensor: &Bound<'py, PyAny>) -> PyResult<Option<&'static str>> {
-        if self.call(&self.api.requires_grad, tensor)?.extract()? {
+        if self.get(&self.api.requires_grad, tensor)?.extract()? {
             return Ok(Some("a tensor that requires grad cannot be handed over (torch refuses to export it too): pass tensor.detach()"));
         }
         if self.call(&self.api.is_neg, tensor)?.extract()? {
@@ -683,7 +805,7 @@ impl<'py> NoHooks<'py> {
     /// when it is freed, only after the work queued on `stream` so far; a no-op for memory
     /// allocated on `stream`, and for memory not from the caching allocator).
     pub(crate) fn record_stream(&self, tensor: &Bound<'py, PyAny>, stream: &Bound<'py, PyAny>) -> PyResult<()> {
-        self.api.record_stream.bind(self.py).call1((tensor, stream)).map(drop)
+        call_c(self.py, &self.api.record_stream, &[tensor, stream]).map(drop)
     }
 }
 
@@ -695,10 +817,11 @@ impl Drop for NoHooks<'_> {
             if *live == 0 { guards.take() } else { None }
         });
         if let Some((function, dispatch)) = last {
-            let none = || (self.py.None(), self.py.None(), self.py.None());
-            // `__exit__` as checked once (`dispatch_guard`), not looked up on the instance.
-            let _ = self.api.dispatch_exit.bind(self.py).call1((&dispatch, self.py.None(), self.py.None(), self.py.None()));
-            let _ = function.bind(self.py).call_method1(intern!(self.py, "__exit__"), none());
+            let py = self.py;
+            let none = py.None().into_bound(py);
+            // `__exit__` as checked once (`api`, `dispatch_guard`), not looked up on the instances.
+            let _ = call_c(py, &self.api.dispatch_exit, &[dispatch.bind(py), &none, &none, &none]);
+            let _ = call_c(py, &self.api.function_exit, &[function.bind(py), &none, &none, &none]);
         }
     }
 }
@@ -725,7 +848,7 @@ pub(crate) fn current_stream_object<'py>(py: Python<'py>, device: usize, raw: us
     if unsafe { pyo3::ffi::PyType_IsSubtype(stream.get_type().as_type_ptr(), base.bind(py).as_type_ptr()) } == 0 {
         return Err(replaced("torch.cuda.current_stream"));
     }
-    let handle: usize = cuda_stream.bind(py).call1((&stream,))?.extract()?;
+    let handle: usize = get(py, cuda_stream, &stream)?.extract()?;
     if handle != raw {
         return Err(PyRuntimeError::new_err(format!(
             "torch's current stream changed while the call read it ({raw:#x}, then {handle:#x}): do not switch streams from another thread during a call"
@@ -733,4 +856,48 @@ pub(crate) fn current_stream_object<'py>(py: Python<'py>, device: usize, raw: us
     }
     *LAST.lock().unwrap_or_else(|p| p.into_inner()) = Some((device, raw, stream.clone().unbind()));
     Ok(stream)
+}
+
+/// The overhead benchmark's CPU measure of the read at use (`ferrocuda_torch._C._bench_reads`,
+/// bench/results/s24-torch/; not an API): microseconds per read of `tensor` (a CPU tensor
+/// does: nothing here needs a GPU), `iters` times, (1) as session 23 made it (a
+/// `DisableTorchFunction` made per section and its methods looked up on it, every call through
+/// an argument tuple, the getters through their `__get__`) and (2) as [`NoHooks::read_for_use`]
+/// makes it now; `record_stream` (CUDA only) is in neither.
+#[cfg(feature = "library")]
+pub(crate) fn bench_reads(py: Python<'_>, tensor: &Bound<'_, PyAny>, iters: usize) -> PyResult<Vec<(&'static str, f64)>> {
+    use std::time::Instant;
+    let api = api(py)?;
+    let iters = iters.max(1);
+    let per = |start: Instant| start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+    let start = Instant::now();
+    for _ in 0..iters {
+        let gc = GcPaused::enter(py)?;
+        let function = api.disable_function.bind(py).call0()?;
+        function.call_method0(intern!(py, "__enter__"))?;
+        let dispatch = dispatch_guard_instance(py, api)?;
+        api.dispatch_enter.bind(py).call1((&dispatch,))?;
+        let getter = |d: &Py<PyAny>| d.bind(py).getattr(intern!(py, "__get__")).and_then(|g| g.call1((tensor,)));
+        let _: u64 = api.data_ptr.bind(py).call1((tensor,))?.extract()?;
+        let _: bool = getter(&api.is_cuda)?.extract()?;
+        let _: bool = getter(&api.is_cpu)?.extract()?;
+        let _: usize = api.numel.bind(py).call1((tensor,))?.extract()?;
+        let _: usize = api.element_size.bind(py).call1((tensor,))?.extract()?;
+        let _: bool = api.is_contiguous.bind(py).call1((tensor,))?.extract()?;
+        api.dispatch_exit.bind(py).call1((&dispatch, py.None(), py.None(), py.None()))?;
+        function.call_method1(intern!(py, "__exit__"), (py.None(), py.None(), py.None()))?;
+        drop(gc);
+    }
+    let before = per(start);
+    let start = Instant::now();
+    for _ in 0..iters {
+        let gc = GcPaused::enter(py)?;
+        let hooks = NoHooks::enter(py)?;
+        let read = hooks.read_for_use(tensor)?;
+        drop(hooks);
+        drop(gc);
+        std::hint::black_box(read);
+    }
+    let after = per(start);
+    Ok(vec![("session 23's read (guards made per section, argument tuples)", before), ("session 24's read (read_for_use)", after)])
 }

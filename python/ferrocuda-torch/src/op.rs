@@ -39,7 +39,7 @@
 //! here), run when your module is imported; it needs torch to be importable then.
 
 use std::ffi::CString;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
@@ -446,10 +446,10 @@ impl Op {
         // The outputs, allocated by torch like their input (so on its device, from its
         // allocator: a capture's pool during a capture), with every Python hook off: no mode or
         // subclass code runs in between (which could switch streams, or change an input). They
-        // are read back like the inputs all the same (`glue::verify`, and at each use: G23R-3),
+        // are read back like the inputs all the same (at each use, `Call::check_at_use`: G23R-3),
         // since a scratch length closure (`Op::scratch`) is the op author's code and runs among
-        // them (G23R-1). One section from here to the check (`glue::verify`'s own `NoHooks`
-        // nests in this one): torch's guards are entered and left once per call.
+        // them (G23R-1). One section from here to the call's start (host-only mode's
+        // `glue::verify` nests in it): torch's guards are entered and left once for them.
         let hooks = crate::native::NoHooks::enter(py)?;
         let mut returned = Vec::with_capacity(self.outputs.len());
         for output in &self.outputs {
@@ -461,7 +461,7 @@ impl Op {
                 OutputShape::Scratch(len) => vec![len(&Inputs { op, tensors: &tensors[..self.inputs.len()] }, &scalars)?],
             };
             let dtype = output.dtype.unwrap_or(like.dtype);
-            // torch's checked C method, and the result read back in `glue::verify` (G23R-3).
+            // torch's checked C method, and the result read back where it is used (G23R-3).
             let tensor = hooks.new_empty(like_tensor, &shape, dtype.object(py)?)?;
             if glue::host_only_zeros() {
                 tensor.call_method0(intern!(py, "zero_"))?;
@@ -475,8 +475,9 @@ impl Op {
         }
         let device = glue::check_tensors(op, &tensors)?;
         if glue::host_only() {
-            // Nothing launches: the final read alone (what the overhead benchmark measures of it).
-            glue::verify(py, op, &tensors, &keep, None)?;
+            // Nothing launches: the read a launch's arguments would get, alone (what the overhead
+            // benchmark measures of it).
+            glue::verify(py, op, &tensors, &keep)?;
             drop(hooks);
         } else {
             let dtype = tensors[0].dtype;
@@ -536,7 +537,7 @@ impl Op {
     }
 }
 
-/// The registration code (Python), shared by every module built with [`register`].
+/// The registration code (Python), run once per copy of this crate ([`registrar`]).
 const REGISTER_PY: &str = include_str!("register.py");
 
 /// The specs of `ops` (checked), as `register.py` reads them.
@@ -560,8 +561,46 @@ pub fn register(m: &Bound<'_, PyModule>, ops: Vec<Op>) -> PyResult<()> {
     Ok(())
 }
 
-/// The module of `register.py`.
+/// The module of `register.py` of this copy of the crate, made once and kept for the life of the
+/// process (it holds the `torch.library.Library` objects of the ops registered through it: a
+/// freed `Library` unregisters its ops).
+///
+/// One per copy of the crate, so one per extension module (each links its own copy), and never
+/// in `sys.modules` (audit 2026-11-29d, G23L-1). It used to be `PyModule::from_code(..,
+/// "ferrocuda_torch_register")` at every registration, which runs the code *in the module of that
+/// name already in `sys.modules`* when there is one: the second registration in a process (a
+/// second extension built on ferrocuda-torch, or a second `register` call of one extension)
+/// re-ran `register.py` in the first one's module, whose `_LIBRARIES = {}` dropped the
+/// `Library` objects of every op registered before. torch unregistered those ops, but the
+/// operator handles Python code had already taken (`torch.ops.ferrocuda.gelu.default`, kept by
+/// `ferrocuda_torch.ops`) still pointed at the dispatcher's freed entry for them: a use after
+/// free inside torch, and the next op registered could take the entry over
+/// (`ferrocuda_torch.gelu(x)` ran `g23r1::scale_add_scratch`). Now each copy runs its own
+/// `register.py` once, in a module of its own that no other copy can find: whatever other
+/// extensions load, and whichever version of this crate they were built with, the `Library`
+/// objects of this extension's ops live as long as the process, and its specs are read by the
+/// registration code they were written for.
 pub(crate) fn registrar(py: Python<'_>) -> PyResult<Bound<'_, PyModule>> {
+    static REGISTRAR: OnceLock<Py<PyModule>> = OnceLock::new();
+    if let Some(module) = REGISTRAR.get() {
+        return Ok(module.bind(py).clone());
+    }
     let code = CString::new(REGISTER_PY).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
-    PyModule::from_code(py, &code, c"ferrocuda_torch_register.py", c"ferrocuda_torch_register")
+    // A module object outside `sys.modules` (`PyModule::new` does not add it there).
+    let module = PyModule::new(py, "ferrocuda_torch_register")?;
+    let globals = module.dict();
+    globals.set_item("__builtins__", py.import("builtins")?)?;
+    // SAFETY: `Py_CompileString` takes two NUL-terminated strings and returns a new reference or
+    // null with an exception set; `PyEval_EvalCode` runs that code object with `globals` (a live
+    // dict, holding `__builtins__`) as its globals and locals, and returns a new reference or
+    // null with an exception set. The GIL is held (`py`).
+    unsafe {
+        let compiled = pyo3::ffi::Py_CompileString(code.as_ptr(), c"ferrocuda_torch/register.py".as_ptr(), pyo3::ffi::Py_file_input);
+        let compiled = Bound::from_owned_ptr_or_err(py, compiled)?;
+        let ran = pyo3::ffi::PyEval_EvalCode(compiled.as_ptr(), globals.as_ptr(), globals.as_ptr());
+        drop(Bound::from_owned_ptr_or_err(py, ran)?);
+    }
+    // Two threads importing at once (the code imports torch, which may let the GIL go) may both
+    // get here: the one kept is the one every registration of this copy uses.
+    Ok(REGISTRAR.get_or_init(|| module.unbind()).bind(py).clone())
 }

@@ -492,9 +492,88 @@ pub fn set_host_only(on: bool, zero_outputs: bool) {
     crate::glue::set_host_only(on, zero_outputs);
 }
 
+/// The GPU overhead benchmark's breakdown of a call (`bench/results/s24-torch/overhead.py`; not
+/// an API): microseconds per step, each step run `iters` times on `x` (a CUDA float32 tensor)
+/// and `out` (one like it), every step a path the ops take. Steps: torch's current stream read
+/// (its C accessor), the device's context pushed and popped, a [`Call`] with no slice taken, one
+/// with both slices taken and no launch, the read at use of one tensor (`record_stream` and the
+/// read, G23R-1), a call launching GELU (what the op `gelu` runs below torch's dispatcher), and
+/// the GELU launch alone inside one call (its two reads at use included).
+#[pyfunction]
+#[pyo3(name = "_bench_call_parts")]
+pub fn bench_call_parts(py: Python<'_>, x: Bound<'_, PyAny>, out: Bound<'_, PyAny>, iters: usize) -> PyResult<Vec<(&'static str, f64)>> {
+    use std::time::Instant;
+    let iters = iters.max(1);
+    let per = |start: Instant| start.elapsed().as_secs_f64() * 1e6 / iters as f64;
+    let (inputs, outputs) = ([("x", &x)], [("out", &out)]);
+    let op = "ferrocuda::bench_call_parts";
+    let device = Call::with(py, op, &inputs, &outputs, |call| Ok(call.info("x")?.device))?;
+    let mut rows = Vec::new();
+    let start = Instant::now();
+    for _ in 0..iters {
+        crate::glue::torch_current_stream(py, device)?;
+    }
+    rows.push(("torch's current stream (C accessor)", per(start)));
+    let context = crate::glue::context(device)?;
+    let start = Instant::now();
+    for _ in 0..iters {
+        drop(context.push_current().map_err(gpu_error)?);
+    }
+    rows.push(("context push + pop", per(start)));
+    let start = Instant::now();
+    for _ in 0..iters {
+        Call::with(py, op, &inputs, &outputs, |_| Ok(()))?;
+    }
+    rows.push(("Call::with, no slice taken", per(start)));
+    let start = Instant::now();
+    for _ in 0..iters {
+        Call::with(py, op, &inputs, &outputs, |call| {
+            let (_x, _out) = (call.input::<f32>("x")?, call.output::<f32>("out")?);
+            Ok(())
+        })?;
+    }
+    rows.push(("Call::with, both slices taken, no launch", per(start)));
+    let at_use = Call::with(py, op, &inputs, &outputs, |call| {
+        let start = Instant::now();
+        for _ in 0..iters {
+            call.check_at_use(0)?;
+        }
+        Ok(per(start))
+    })?;
+    rows.push(("read at use of one tensor (record_stream + read)", at_use));
+    let start = Instant::now();
+    for _ in 0..iters {
+        Call::with(py, op, &inputs, &outputs, |call| {
+            let (x, mut out) = (call.input::<f32>("x")?, call.output::<f32>("out")?);
+            rows::gelu(call.stream(), &x, &mut out).map_err(gpu_error)
+        })?;
+    }
+    rows.push(("Call::with + GELU launch (the op below the dispatcher)", per(start)));
+    let launch = Call::with(py, op, &inputs, &outputs, |call| {
+        let (x, mut out) = (call.input::<f32>("x")?, call.output::<f32>("out")?);
+        let start = Instant::now();
+        for _ in 0..iters {
+            rows::gelu(call.stream(), &x, &mut out).map_err(gpu_error)?;
+        }
+        Ok(per(start))
+    })?;
+    rows.push(("GELU launch alone, in one call (2 reads at use included)", launch));
+    Ok(rows)
+}
+
+/// The CPU measure of the read at use, session 23's way and now (`crate::native::bench_reads`;
+/// bench/results/s24-torch/; not an API): microseconds per read of `tensor`, `iters` times each.
+#[pyfunction]
+#[pyo3(name = "_bench_reads")]
+pub fn bench_reads(py: Python<'_>, tensor: Bound<'_, PyAny>, iters: usize) -> PyResult<Vec<(&'static str, f64)>> {
+    crate::native::bench_reads(py, &tensor, iters)
+}
+
 /// Adds the library's registration to `m` (`ferrocuda_torch._C`).
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(register_library, m)?)?;
     m.add_function(wrap_pyfunction!(set_host_only, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_call_parts, m)?)?;
+    m.add_function(wrap_pyfunction!(bench_reads, m)?)?;
     Ok(())
 }

@@ -1,7 +1,11 @@
 """Registers an op declared in Rust (ferrocuda_torch::op::Op) with torch.library.
 
 Embedded in every extension module built with ferrocuda_torch::op::register (and in
-ferrocuda_torch._C, whose library ops take the same path) and run when that module is imported.
+ferrocuda_torch._C, whose library ops take the same path) and run once per extension, at its
+first registration, in a module of that extension's own that is not in sys.modules (op.rs,
+`registrar`; audit 2026-11-29d, G23L-1): two extensions built on ferrocuda-torch in one process
+never share or replace each other's state here (the Library objects below, whose release would
+unregister their ops).
 `spec` holds the qualified name, the schema, the inputs (name, allowed dtypes, like, written in
 place), the returned outputs (name, like, shape rule, dtype or None), the scalars' names, the
 backward (op, arguments, gradients, shared gradients) or None, and `launch`: the Rust function
@@ -24,7 +28,9 @@ _DTYPES = {
     "torch.int64": torch.int64,
 }
 
-# Keeps each torch.library.Library alive (an op is unregistered when its Library is freed).
+# Keeps each torch.library.Library of this extension alive for the life of the process (an op is
+# unregistered when its Library is freed, and torch's operator handles taken before then, such
+# as torch.ops.ns.op.default, would point at a freed entry: G23L-1).
 _LIBRARIES = {}
 
 

@@ -5,6 +5,10 @@
 //! 23 API (`Call::with` in place of `Call::new`).
 //!
 //! The kernel is the template's `scale_add` (`out = alpha * x + y`).
+//!
+//! Also G23L-1's second extension (`tests/test_g23l1_two_extensions.py`): this module links its
+//! own copy of ferrocuda-torch beside `ferrocuda_torch`'s, registers its ops in two calls, and
+//! `g23l1::gelu` has the signature of the library's `ferrocuda::gelu` (`out = 3 * x` here).
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -189,5 +193,18 @@ fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
             }
             Ok(())
         });
-    op::register(m, vec![hook, detach, scratch])
+    op::register(m, vec![hook, detach, scratch])?;
+    // G23L-1 (audit 2026-11-29d): a second registration of this extension, of an op with the
+    // signature (and the name) of the library's `ferrocuda::gelu` in another namespace. Before
+    // the fix, each registration re-ran the registrar in one shared module, which dropped the
+    // `torch.library.Library` objects of every op registered before it (this module's first
+    // batch, and `ferrocuda_torch`'s ops when that was imported first).
+    // `out = 2 * x + x`: not the library's GELU, so a test can tell which op ran.
+    let twin = Op::new("g23l1::gelu").input("x", &[DType::F32]).output_like("out", "x").launch::<f32>(|call, _| {
+        let x = call.input::<f32>("x")?;
+        let mut out = call.output::<f32>("out")?;
+        let config = LaunchConfig::for_elements(x.len().max(1), 256);
+        g23r_kernels::scale_add::launch(call.stream(), config, 2.0, &x, &x, &mut out).map_err(gpu_error)
+    });
+    op::register(m, vec![twin])
 }
