@@ -38,26 +38,36 @@ pub fn max_rel_err(got: &[f32], want: &[f32], floor: f32) -> f32 {
 // ---------------------------------------------------------------- L1 attention_value_kernel1
 
 /// The attention output `out[b, t, h hs + i] = sum_{t2 <= t} att[b, h, t, t2] v[b, t2, h, i]`
-/// (`f64` sums).
-pub fn attention_value_ref(att: &[f32], inp: &[f32], b: usize, t: usize, c: usize, nh: usize) -> Vec<f32> {
+/// (`f64` sums), and beside it each sum's `sum |att v|`, the scale of its rounding errors (the
+/// values have both signs, so a sum near 0 is not known to a small relative error).
+pub fn attention_value_ref(att: &[f32], inp: &[f32], b: usize, t: usize, c: usize, nh: usize) -> (Vec<f32>, Vec<f32>) {
     let hs = c / nh;
     let mut out = vec![0.0f32; b * t * c];
+    let mut scale = vec![0.0f32; b * t * c];
     for bb in 0..b {
         for tt in 0..t {
             for h in 0..nh {
                 for i in 0..hs {
-                    let mut s = 0.0f64;
+                    let (mut s, mut m) = (0.0f64, 0.0f64);
                     for t2 in 0..=tt {
                         let a = att[bb * nh * t * t + h * t * t + tt * t + t2] as f64;
                         let v = inp[bb * t * 3 * c + t2 * 3 * c + 2 * c + h * hs + i] as f64;
                         s += a * v;
+                        m += (a * v).abs();
                     }
                     out[bb * t * c + tt * c + h * hs + i] = s as f32;
+                    scale[bb * t * c + tt * c + h * hs + i] = m as f32;
                 }
             }
         }
     }
-    out
+    (out, scale)
+}
+
+/// The largest `|got - want| / scale` (the error against each sum's scale, see
+/// [`attention_value_ref`]).
+pub fn max_scaled_err(got: &[f32], want: &[f32], scale: &[f32]) -> f32 {
+    got.iter().zip(want).zip(scale).map(|((&g, &w), &m)| (g - w).abs() / m.max(f32::MIN_POSITIVE)).fold(0.0, f32::max)
 }
 
 /// llm.c's launch of `attention_value_kernel1`: one thread per `(b, t, h)`.
