@@ -288,3 +288,55 @@ fn p30_s24_v3_dequantize_block_q4_0_refuses_a_2d_launch_on_the_cpu() {
     let result = vllm::dequantize_block_q4_0::launch_cpu(&CpuExecutor::new(), LaunchConfig::new((1, 2), 256), &blocks, &mut y);
     assert!(result.is_err(), "a 2-D grid was accepted");
 }
+
+// ---------------------------------------------------------------- fix rounds
+
+#[test]
+fn p30_s24_l2_fix_softmax_forward_kernel7_fix_matches_the_reference_on_the_cpu() {
+    for (n, c, block) in SOFTMAX_SHAPES {
+        let inp = values(n * c, 3, -4.0, 4.0);
+        let mut out = vec![f32::NAN; n * c];
+        llmc::softmax_forward_kernel7_fix::launch_cpu(&CpuExecutor::new(), softmax7_config(n, block), &mut out, &inp, n as u32, c as u32).unwrap();
+        let err = max_rel_err(&out, &softmax_ref(&inp, n, c), 1e-30);
+        assert!(err < 1e-5, "n {n} c {c} block {block}: max rel err {err}");
+    }
+}
+
+#[test]
+fn p30_s24_l2_fix_softmax_forward_kernel7_fix_matches_the_reference_on_the_gpu() {
+    let Some((context, stream)) = gpu("p30_s24_l2_fix_softmax_forward_kernel7_fix_matches_the_reference_on_the_gpu") else { return };
+    for (n, c, block) in SOFTMAX_SHAPES {
+        let inp = values(n * c, 3, -4.0, 4.0);
+        let inp_d = DeviceBuffer::from_slice(&context, &inp).unwrap();
+        let mut out = DeviceBuffer::<f32>::zeroed(&context, n * c).unwrap();
+        llmc::softmax_forward_kernel7_fix::launch(&stream, softmax7_config(n, block), &mut out, &inp_d, n as u32, c as u32).unwrap();
+        stream.synchronize().unwrap();
+        let err = max_rel_err(&out.to_vec().unwrap(), &softmax_ref(&inp, n, c), 1e-30);
+        assert!(err < 2e-5, "n {n} c {c} block {block}: max rel err {err}");
+    }
+}
+
+#[test]
+fn p30_s24_l3_fix_mean_kernel_fix_matches_the_reference_on_the_cpu() {
+    for (n, c, block) in [(5, 768, 64), (3, 100, 128), (2, 7, 32)] {
+        let inp = values(n * c, 5, -1.0, 3.0);
+        let mut mean = vec![f32::NAN; n];
+        llmc::mean_kernel_fix::launch_cpu(&CpuExecutor::new(), mean_config(n, block), &mut mean, &inp, n as u32, c as u32, block).unwrap();
+        let err = max_rel_err(&mean, &mean_ref(&inp, n, c), 1e-3);
+        assert!(err < 1e-5, "n {n} c {c} block {block}: max rel err {err}");
+    }
+}
+
+#[test]
+fn p30_s24_l3_fix_mean_kernel_fix_matches_the_reference_on_the_gpu() {
+    let Some((context, stream)) = gpu("p30_s24_l3_fix_mean_kernel_fix_matches_the_reference_on_the_gpu") else { return };
+    for (n, c, block) in [(5, 768, 64), (3, 100, 128), (2, 7, 32)] {
+        let inp = values(n * c, 5, -1.0, 3.0);
+        let inp_d = DeviceBuffer::from_slice(&context, &inp).unwrap();
+        let mut mean = DeviceBuffer::<f32>::zeroed(&context, n).unwrap();
+        llmc::mean_kernel_fix::launch(&stream, mean_config(n, block), &mut mean, &inp_d, n as u32, c as u32, block).unwrap();
+        stream.synchronize().unwrap();
+        let err = max_rel_err(&mean.to_vec().unwrap(), &mean_ref(&inp, n, c), 1e-3);
+        assert!(err < 1e-5, "n {n} c {c} block {block}: max rel err {err}");
+    }
+}

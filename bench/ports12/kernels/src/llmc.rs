@@ -9,7 +9,7 @@ use ferrocuda_device::cache::{self, Load, Store};
 use ferrocuda_device::global::{BlockRows, PerWarpRow, SegmentRows, block_row, segment_row, warp_row};
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::shared::dynamic_shared;
-use ferrocuda_device::unroll::unroll;
+use ferrocuda_device::unroll::{self, unroll};
 use ferrocuda_device::warp;
 
 /// llm.c `attention_value_kernel1` (dev/cuda/attention_forward.cu): thread `idx = (b T + t) NH
@@ -121,6 +121,64 @@ pub fn softmax_forward_kernel7(mut out: DisjointSlice<f32, BlockRows>, inp: &[f3
     }
 }
 
+/// **Fix round** of [`softmax_forward_kernel7`] (`_fix`): the first try's clamp
+/// `cs.saturating_sub(1).min(i + u bd)` kept a bounds check (and a panic branch) on each of the
+/// 16 clamped loads: LLVM cannot see that `saturating_sub` gives `cs - 1` inside the loop. Here
+/// the row's last column is `cs.checked_sub(1)` once (an empty row returns, the whole block),
+/// so `last.min(..) <= last < x.len()` and the checks fold away. The body is otherwise the
+/// first try's.
+#[kernel(cols(out = c))]
+pub fn softmax_forward_kernel7_fix(mut out: DisjointSlice<f32, BlockRows>, inp: &[f32], n: u32, c: u32) {
+    let me = block_row();
+    let idx = me.row();
+    if idx >= n {
+        return;
+    }
+    let cs = c as usize;
+    let Some(last) = cs.checked_sub(1) else { return };
+    let Some(x) = inp.get(idx as usize * cs..idx as usize * cs + cs) else { return };
+    let Some(mut y) = out.row_mut(me) else { return };
+    let (tid, bd) = (thread_idx_x() as usize, block_dim_x() as usize);
+
+    let mut maxval = f32::NEG_INFINITY;
+    let mut i = tid;
+    while i < cs {
+        unroll::<8>(|u| maxval = maxval.max(x[last.min(i + u * bd)]));
+        i += bd * 8;
+    }
+    let reducer = RuntimeBlockReduce::new(block_scratch!(f32));
+    let (_offset, sum) = reducer.max_then_sum_all(maxval, |offset| {
+        let mut sumval = 0.0f32;
+        let (mut i, mut k) = (tid, 0usize);
+        while i < cs {
+            let mut reg = [0.0f32; 8];
+            unroll::<8>(|u| reg[u] = cache::load(&x[last.min(i + u * bd)], Load::Streaming));
+            unroll::<8>(|u| {
+                if i + u * bd < cs
+                    && let Some(o) = y.get_mut(8 * k + u)
+                {
+                    let output = (reg[u] - offset).fast_exp();
+                    *o = output;
+                    sumval += output;
+                }
+            });
+            i += bd * 8;
+            k += 1;
+        }
+        sumval
+    });
+    let (mut i, mut k) = (tid, 0usize);
+    while i < cs {
+        unroll::<8>(|u| {
+            if let Some(o) = y.get_mut(8 * k + u) {
+                *o = o.fast_div(sum);
+            }
+        });
+        i += bd * 8;
+        k += 1;
+    }
+}
+
 /// llm.c `mean_kernel` (dev/cuda/layernorm_forward.cu, layernorm version 2): a block per row,
 /// thread coarsening over the row, then a tree reduction in dynamic shared memory of
 /// `block_size` floats (`extern __shared__ float shared[]`, a barrier at the top of each
@@ -154,6 +212,44 @@ pub fn mean_kernel(mut mean: PerBlock<f32>, inp: &[f32], n: u32, c: u32, block_s
         stride /= 2;
     }
     if let Some(b) = once_per_block()
+        && let Some(m) = mean.get_mut(b)
+    {
+        *m = shared.get(0).fast_div(c as f32);
+    }
+}
+
+/// **Fix round** of [`mean_kernel`] (`_fix`): the first try's row loop (`while i < cs { sum
+/// += x[i]; i += bs }`) stayed rolled, one load in flight a thread, where nvcc unrolls llm.c's
+/// `for (i = tid; i < C; i += block_size)` by 4 (4 `LDG` a step, 5 in all). Here
+/// `unroll::strided_x4` (docs/performance.md, the run-time trip count rows), the same order of
+/// additions; and the tree's reads are bounded where they are made (`tid + stride < bs`,
+/// `bs > 0`), so the shared accesses keep no panic branch.
+#[kernel]
+pub fn mean_kernel_fix(mut mean: PerBlock<f32>, inp: &[f32], n: u32, c: u32, block_size: u32) {
+    let idx = block_idx_x();
+    if idx >= n {
+        return;
+    }
+    let tid = thread_idx_x() as usize;
+    let (cs, bs) = (c as usize, block_size as usize);
+    let Some(x) = inp.get(idx as usize * cs..idx as usize * cs + cs) else { return };
+    let Some(shared) = dynamic_shared::<f32>().region(0, bs) else { return };
+    let mut sum = 0.0f32;
+    unroll::strided_x4(x, tid, bs, |&v| sum += v);
+    if tid < bs {
+        shared.set(tid, sum);
+    }
+    sync_threads();
+    let mut stride = bs / 2;
+    while stride >= 1 {
+        sync_threads();
+        if tid < stride && tid + stride < bs {
+            shared.set(tid, shared.get(tid) + shared.get(tid + stride));
+        }
+        stride /= 2;
+    }
+    if bs > 0
+        && let Some(b) = once_per_block()
         && let Some(m) = mean.get_mut(b)
     {
         *m = shared.get(0).fast_div(c as f32);
