@@ -154,6 +154,54 @@ fn main() -> Result<()> {
         Ok(())
     });
 
+    // Fix rounds (bench/ports12/RESULTS.md): each beside the same twin as its first try.
+    case(ONLY, "L2F", || -> Result<()> {
+        let (n, c, block) = (2048usize, 50257usize, 512u32);
+        let inp = DeviceBuffer::from_slice(&context, &values(n * c, 3, -8.0, 8.0))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&context, n * c)?;
+        let twin = DeviceBuffer::<f32>::zeroed(&context, n * c)?;
+        let twin_config = softmax7_config(n, block);
+        let config = ferrocuda::LaunchConfig::new(n as u32, block);
+        let mut run_ours = || -> Result<()> {
+            llmc::softmax_forward_kernel7_fix::launch(&stream, config, &mut ours, &inp, n as u32, c as u32)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: in and out hold N C floats; a block per row with its shared memory.
+            unsafe { twins::twin_softmax_forward_kernel7::launch_in(&lm, &stream, twin_config, ptr(&twin), ptr(&inp), n as i32, c as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32("", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err);
+        table.row("L2 fix softmax_forward_kernel7_fix", &format!("{n}x{c} f32, block {block}"), times, &check);
+        Ok(())
+    });
+
+    case(ONLY, "L3F", || -> Result<()> {
+        let (n, c, block) = (8192usize, 768usize, 256u32);
+        let inp = DeviceBuffer::from_slice(&context, &values(n * c, 5, -1.0, 3.0))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&context, n)?;
+        let twin = DeviceBuffer::<f32>::zeroed(&context, n)?;
+        let config = mean_config(n, block);
+        let mut run_ours = || -> Result<()> {
+            llmc::mean_kernel_fix::launch(&stream, config, &mut ours, &inp, n as u32, c as u32, block)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: mean holds N floats, inp N C; a block of `block` threads per row, `block` floats of shared memory.
+            unsafe { twins::twin_mean_kernel::launch_in(&lm, &stream, config, ptr(&twin), ptr(&inp), n as i32, c as i32, block as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("", &ours.to_vec()?, &twin.to_vec()?);
+        table.row("L3 fix mean_kernel_fix", &format!("{n}x{c} f32, block {block}"), times, &check);
+        Ok(())
+    });
+
     case(ONLY, "V1", || -> Result<()> {
         let (tokens, d) = (2048usize, 8192usize);
         let input: Vec<bf16> = values_bf16(tokens * 2 * d, 8, -6.0, 6.0);
