@@ -248,9 +248,7 @@ pub fn q8_1_twin_config(kx: usize, ky: usize) -> LaunchConfig {
 pub fn q4_0_blocks(nblocks: usize, seed: u64) -> Vec<BlockQ4_0> {
     let d = values(nblocks, seed, -0.05, 0.05);
     let q = values(nblocks * 16, seed + 1, 0.0, 256.0);
-    (0..nblocks)
-        .map(|b| BlockQ4_0 { d: f16::from_f32(d[b]), qs: core::array::from_fn(|j| q[b * 16 + j] as u8) })
-        .collect()
+    (0..nblocks).map(|b| BlockQ4_0 { d: f16::from_f32(d[b]), qs: core::array::from_fn(|j| q[b * 16 + j] as u8) }).collect()
 }
 
 /// `y[32 ib + j] = (lo(qs[j]) - 8) d`, `y[32 ib + j + 16] = (hi(qs[j]) - 8) d`, each rounded to

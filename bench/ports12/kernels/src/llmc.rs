@@ -21,16 +21,7 @@ use ferrocuda_device::warp;
 /// thread `s` the row `s`"). `hs = C / NH` comes from the host (the row width is a parameter).
 #[kernel(cols(out = hs))]
 #[allow(clippy::too_many_arguments)]
-pub fn attention_value_kernel1(
-    mut out: DisjointSlice<f32, SegmentRows<1>>,
-    att: &[f32],
-    inp: &[f32],
-    b: u32,
-    t: NonZeroU32,
-    c: u32,
-    nh: NonZeroU32,
-    hs: u32,
-) {
+pub fn attention_value_kernel1(mut out: DisjointSlice<f32, SegmentRows<1>>, att: &[f32], inp: &[f32], b: u32, t: NonZeroU32, c: u32, nh: NonZeroU32, hs: u32) {
     let me = segment_row::<1>();
     let idx = me.row();
     if idx >= b * t.get() * nh.get() {
@@ -323,6 +314,5 @@ pub fn softmax_forward_online_kernel2(mut out: PerWarpRow<f32>, inp: &[f32], n: 
     }
     let (maxval, sum) = sm;
     let Some(row) = out.row_mut(me) else { return };
-    row.zip_input(x)
-        .for_each(|(&v, o)| cache::store(o, (v - maxval).fast_exp().fast_div(sum), Store::Streaming));
+    row.zip_input(x).for_each(|(&v, o)| cache::store(o, (v - maxval).fast_exp().fast_div(sum), Store::Streaming));
 }

@@ -4,6 +4,7 @@
 use core::num::NonZeroU32;
 
 use bytemuck::{Pod, Zeroable};
+use ferrocuda_device::global::PerWarpRow;
 use ferrocuda_device::global::{RotaryPairs, RowTiles, block_row, row_tile, warp_row};
 use ferrocuda_device::half::f16;
 use ferrocuda_device::half::fp8;
@@ -11,7 +12,6 @@ use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
-use ferrocuda_device::global::PerWarpRow;
 
 /// vLLM's `silu_kernel<__nv_bfloat16>`: `x / (1 + expf(-x))` in `f32`, rounded to bf16.
 #[inline(always)]
