@@ -97,7 +97,8 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        let check = check_bits("", &ours.to_vec()?, &twin.to_vec()?);
+        // nvcc's fast-math `/` and the port's `fast_div` may round the last bit apart.
+        let check = check_f32("", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err);
         table.row("L3 llm.c mean_kernel", &format!("{n}x{c} f32, block {block}"), times, &check);
         Ok(())
     });
@@ -151,7 +152,8 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        let check = check_bits("", &ours.to_vec()?, &twin.to_vec()?);
+        // nvcc's fast-math `/` and the port's `fast_div` may round the last bit apart.
+        let check = check_f32("", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err);
         table.row("L5 llm.c softmax_forward_online_kernel2", &format!("{n}x{c} f32, block {block}"), times, &check);
         Ok(())
     });
@@ -199,7 +201,8 @@ fn main() -> Result<()> {
         let reps = reps_for(&context, &stream, &mut run_ours)?;
         let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
         stream.synchronize()?;
-        let check = check_bits("", &ours.to_vec()?, &twin.to_vec()?);
+        // nvcc's fast-math `/` and the port's `fast_div` may round the last bit apart.
+        let check = check_f32("", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err);
         table.row("L3 fix mean_kernel_fix", &format!("{n}x{c} f32, block {block}"), times, &check);
         Ok(())
     });
