@@ -17,9 +17,9 @@ chmod +x ports12_bench ports12_tests
 nvcc -O3 --use_fast_math -std=c++17 -arch=sm_90 -cubin -DPORTS12_LLMC ports12.cu -o llmc.cubin > "$out/nvcc.txt" 2>&1 &
 nvcc -O3 --expt-relaxed-constexpr -std=c++17 -arch=sm_90 -cubin -DPORTS12_VLLM ports12.cu -o vllm.cubin >> "$out/nvcc.txt" 2>&1 &
 wait
-timeout 20 ./ports12_bench llmc.cubin vllm.cubin > "$out/bench1.txt" 2>&1
-timeout 20 ./ports12_bench llmc.cubin vllm.cubin > "$out/bench2.txt" 2>&1
-REQUIRE_GPU=1 timeout 15 ./ports12_tests --test-threads=4 > "$out/tests.txt" 2>&1
+timeout 25 ./ports12_bench llmc.cubin vllm.cubin > "$out/bench1.txt" 2>&1
+timeout 25 ./ports12_bench llmc.cubin vllm.cubin > "$out/bench2.txt" 2>&1
+REQUIRE_GPU=1 timeout 10 ./ports12_tests --test-threads=4 > "$out/tests.txt" 2>&1
 echo "tests rc=$?" >> "$out/tests.txt"
 cat "$out/device.txt" "$out/nvcc.txt" "$out/bench1.txt" "$out/bench2.txt"
 grep -E "FAILED|panicked" "$out/tests.txt" | head -20

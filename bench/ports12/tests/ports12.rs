@@ -340,3 +340,79 @@ fn p30_s24_l3_fix_mean_kernel_fix_matches_the_reference_on_the_gpu() {
         assert!(err < 1e-5, "n {n} c {c} block {block}: max rel err {err}");
     }
 }
+
+#[test]
+fn p30_s24_l1_fix_attention_value_kernel1_fix_matches_the_reference_on_the_cpu() {
+    let (b, t, c, nh) = L1;
+    let (att, inp) = l1_inputs();
+    let mut out = vec![f32::NAN; b * t * c];
+    let config = attention_value_config(b, t, nh, 32);
+    llmc::attention_value_kernel1_fix::launch_cpu(&CpuExecutor::new(), config, &mut out, &att, &inp, b as u32, nz(t), c as u32, nz(nh), (c / nh) as u32)
+        .unwrap();
+    let (want, scale) = attention_value_ref(&att, &inp, b, t, c, nh);
+    let err = max_scaled_err(&out, &want, &scale);
+    assert!(err < 1e-6, "max err {err} of the sums' magnitudes");
+}
+
+#[test]
+fn p30_s24_l1_fix_attention_value_kernel1_fix_matches_the_reference_on_the_gpu() {
+    let Some((context, stream)) = gpu("p30_s24_l1_fix_attention_value_kernel1_fix_matches_the_reference_on_the_gpu") else { return };
+    let (b, t, c, nh) = L1;
+    let (att, inp) = l1_inputs();
+    let (att_d, inp_d) = (DeviceBuffer::from_slice(&context, &att).unwrap(), DeviceBuffer::from_slice(&context, &inp).unwrap());
+    let mut out = DeviceBuffer::<f32>::zeroed(&context, b * t * c).unwrap();
+    let config = attention_value_config(b, t, nh, 32);
+    llmc::attention_value_kernel1_fix::launch(&stream, config, &mut out, &att_d, &inp_d, b as u32, nz(t), c as u32, nz(nh), (c / nh) as u32).unwrap();
+    stream.synchronize().unwrap();
+    let (want, scale) = attention_value_ref(&att, &inp, b, t, c, nh);
+    let err = max_scaled_err(&out.to_vec().unwrap(), &want, &scale);
+    assert!(err < 1e-6, "max err {err} of the sums' magnitudes");
+}
+
+#[test]
+fn p30_s24_v2_fix_quantize_q8_1_fix_matches_the_reference_on_the_cpu() {
+    for (kx, ky) in V2_SHAPES {
+        let x = values_bf16(kx * ky, 9, -3.0, 3.0);
+        let mut y = vec![u32::MAX; ky * q8_1_padded(kx) / 32 * 9];
+        vllm::quantize_q8_1_fix::launch_cpu(&CpuExecutor::new(), q8_1_config(kx, ky), &x, &mut y, kx as u32, nz(q8_1_padded(kx) / 256)).unwrap();
+        assert_eq!(y, quantize_q8_1_ref(&x, kx, ky), "kx {kx} ky {ky}");
+    }
+}
+
+#[test]
+fn p30_s24_v2_fix_quantize_q8_1_fix_matches_the_reference_on_the_gpu() {
+    let Some((context, stream)) = gpu("p30_s24_v2_fix_quantize_q8_1_fix_matches_the_reference_on_the_gpu") else { return };
+    for (kx, ky) in V2_SHAPES {
+        let x = values_bf16(kx * ky, 9, -3.0, 3.0);
+        let x_d = DeviceBuffer::from_slice(&context, &x).unwrap();
+        let mut y = DeviceBuffer::<u32>::zeroed(&context, ky * q8_1_padded(kx) / 32 * 9).unwrap();
+        vllm::quantize_q8_1_fix::launch(&stream, q8_1_config(kx, ky), &x_d, &mut y, kx as u32, nz(q8_1_padded(kx) / 256)).unwrap();
+        stream.synchronize().unwrap();
+        assert_eq!(y.to_vec().unwrap(), quantize_q8_1_ref(&x, kx, ky), "kx {kx} ky {ky}");
+    }
+}
+
+#[test]
+fn p30_s24_v3_fix_dequantize_block_q4_0_fix_matches_the_reference_on_the_cpu() {
+    for k in [512, 2048] {
+        let blocks = q4_0_blocks(k / 32, 10);
+        let mut y = vec![f16::NAN; k];
+        vllm::dequantize_block_q4_0_fix::launch_cpu(&CpuExecutor::new(), dequant_config(k), &blocks, &mut y).unwrap();
+        let want = dequant_q4_0_ref(&blocks);
+        assert!(y.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "k {k}");
+    }
+}
+
+#[test]
+fn p30_s24_v3_fix_dequantize_block_q4_0_fix_matches_the_reference_on_the_gpu() {
+    let Some((context, stream)) = gpu("p30_s24_v3_fix_dequantize_block_q4_0_fix_matches_the_reference_on_the_gpu") else { return };
+    for k in [512, 2048] {
+        let blocks = q4_0_blocks(k / 32, 10);
+        let blocks_d = DeviceBuffer::from_slice(&context, &blocks).unwrap();
+        let mut y = DeviceBuffer::<f16>::zeroed(&context, k).unwrap();
+        vllm::dequantize_block_q4_0_fix::launch(&stream, dequant_config(k), &blocks_d, &mut y).unwrap();
+        stream.synchronize().unwrap();
+        let want = dequant_q4_0_ref(&blocks);
+        assert!(y.to_vec().unwrap().iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()), "k {k}");
+    }
+}

@@ -6,10 +6,11 @@ use core::num::NonZeroU32;
 use bytemuck::{Pod, Zeroable};
 use ferrocuda_device::global::PerWarpRow;
 use ferrocuda_device::global::{RotaryPairs, RowTiles, block_row, row_tile, warp_row};
-use ferrocuda_device::half::f16;
 use ferrocuda_device::half::fp8;
+use ferrocuda_device::half::{F16x2, f16};
 use ferrocuda_device::pack16::Bf16x8;
 use ferrocuda_device::prelude::*;
+use ferrocuda_device::thread::block_dim_x;
 use ferrocuda_device::unroll::unroll;
 use ferrocuda_device::warp;
 
@@ -132,5 +133,64 @@ pub fn dequantize_block_q4_0(vx: &[BlockQ4_0], mut y: DisjointSlice<f16, RotaryP
         let Some(&vui) = block.qs.get(k as usize) else { return };
         *lo = f16::from_f32_rn((vui & 0xF) as f32).sub_rn(eight).mul_rn(d);
         *hi = f16::from_f32_rn((vui >> 4) as f32).sub_rn(eight).mul_rn(d);
+    }
+}
+
+/// **Fix round** of [`quantize_q8_1`] (`_fix`): the first try (0.77x nvcc on an H200) split
+/// each thread's global index by the run-time row length (`g / kx_padded`, `g % kx_padded`:
+/// a 32-bit division in every thread) and built `ds` (two f16 conversions) in every lane.
+/// The source's 2-D grid gives the row as `blockIdx.y`; this 1-D launch's rows are whole runs of
+/// blocks (`kx_padded` a multiple of the block), so the row and column come from the block
+/// index, a division of uniform values once a block (`blocks_per_row = kx_padded /
+/// blockDim.x` from the host); `ds` is built in lane 0 only, as the source's `if (iqs > 0)
+/// return`. The quants' packing is the first try's.
+#[kernel(cols(y = 9))]
+pub fn quantize_q8_1_fix(x: &[bf16], mut y: PerWarpRow<u32>, kx: u32, blocks_per_row: NonZeroU32) {
+    let me = warp_row();
+    let lane = me.lane();
+    let b = block_idx_x();
+    let (iy, bx) = (b / blocks_per_row, b % blocks_per_row);
+    let ix = bx * block_dim_x() + thread_idx_x();
+    let xi = if ix < kx { x.get(iy as usize * kx as usize + ix as usize).map_or(0.0, |v| v.widen()) } else { 0.0 };
+    let mut amax = xi.abs();
+    let mut sum = xi;
+    let mut mask = 16;
+    while mask > 0 {
+        amax = amax.max(warp::shuffle_xor_within::<32, f32>(amax, mask));
+        sum += warp::shuffle_xor_within::<32, f32>(sum, mask);
+        mask /= 2;
+    }
+    let d = amax / 127.0;
+    let q: i8 = if amax == 0.0 { 0 } else { (xi / d).round().to_i8_rn_sat() };
+    let qb = q as u8 as u32;
+    let packed = qb | (warp::shuffle_down(qb, 1) << 8) | (warp::shuffle_down(qb, 2) << 16) | (warp::shuffle_down(qb, 3) << 24);
+    let word = warp::shuffle(packed, (lane.wrapping_sub(1) * 4) & 31);
+    if let Some(mut row) = y.row_mut(me)
+        && let Some(o) = row.get_mut(0)
+    {
+        *o = if lane == 0 { (d.to_f16().to_bits() as u32) | ((sum.to_f16().to_bits() as u32) << 16) } else { word };
+    }
+}
+
+/// **Fix round** of [`dequantize_block_q4_0`] (`_fix`): the first try (0.88x nvcc) converted
+/// each nibble int -> f32 -> f16 and subtracted and multiplied in two scalar f16 operations
+/// each, and kept `RotaryPairs`' unit loop (the block size unknown). Here the pair is one
+/// `F16x2` as the source's `half2`: both nibbles converted by one `cvt.rn.f16x2.f32`, then one
+/// add of `-8` (`F16x2` has no `-`; `v + (-8)` is `v - 8` exactly) and one multiply by `d`;
+/// and `reqntid(256)`, the source's compile-time `CUDA_DEQUANTIZE_BLOCK_SIZE`, so the unit
+/// loop is one step.
+#[kernel(cols(y = 512), reqntid(256))]
+pub fn dequantize_block_q4_0_fix(vx: &[BlockQ4_0], mut y: DisjointSlice<f16, RotaryPairs<32, 16>>) {
+    let me = block_row();
+    let r = me.row() as usize;
+    let Some(pairs) = y.pairs_mut(me) else { return };
+    let minus_eight = F16x2::splat(f16::from_f32_rn(-8.0));
+    for (head, k, lo, hi) in pairs {
+        let Some(block) = vx.get(r * 16 + head as usize) else { return };
+        let d = block.d;
+        let Some(&vui) = block.qs.get(k as usize) else { return };
+        let v = (F16x2::from_f32s((vui & 0xF) as f32, (vui >> 4) as f32) + minus_eight) * F16x2::splat(d);
+        *lo = v.lo();
+        *hi = v.hi();
     }
 }

@@ -281,5 +281,100 @@ fn main() -> Result<()> {
         table.row("V3 vLLM dequantize_block<q4_0, half>", &format!("{k} values, block 256"), times, &check);
         Ok(())
     });
+    case(ONLY, "L1F", || -> Result<()> {
+        let (b, t, c, nh) = (8usize, 256usize, 768usize, 12usize);
+        let att = DeviceBuffer::from_slice(&context, &values(b * nh * t * t, 1, 0.0, 0.01))?;
+        let inp = DeviceBuffer::from_slice(&context, &values(b * t * 3 * c, 2, -1.0, 1.0))?;
+        let mut ours = DeviceBuffer::<f32>::zeroed(&context, b * t * c)?;
+        let twin = DeviceBuffer::<f32>::zeroed(&context, b * t * c)?;
+        let config = attention_value_config(b, t, nh, 256);
+        let mut run_ours = || -> Result<()> {
+            llmc::attention_value_kernel1_fix::launch(
+                &stream,
+                config,
+                &mut ours,
+                &att,
+                &inp,
+                b as u32,
+                nz(t as u32),
+                c as u32,
+                nz(nh as u32),
+                (c / nh) as u32,
+            )?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: the buffers hold B T C, B NH T T and B T 3C floats; the grid covers B T NH threads.
+            unsafe {
+                twins::twin_attention_value_kernel1::launch_in(
+                    &lm,
+                    &stream,
+                    config,
+                    ptr(&twin),
+                    ptr(&att),
+                    ptr(&inp),
+                    b as i32,
+                    t as i32,
+                    c as i32,
+                    nh as i32,
+                )?
+            };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_f32("", &ours.to_vec()?, &twin.to_vec()?, 1e-5, max_rel_err);
+        table.row("L1 fix attention_value_kernel1_fix", &format!("B{b} T{t} C{c} NH{nh}, block 256"), times, &check);
+        Ok(())
+    });
+
+    case(ONLY, "V2F", || -> Result<()> {
+        let (kx, ky) = (4096usize, 2048usize);
+        let x = DeviceBuffer::from_slice(&context, &values_bf16(kx * ky, 9, -3.0, 3.0))?;
+        let words = ky * q8_1_padded(kx) / 32 * 9;
+        let mut ours = DeviceBuffer::<u32>::zeroed(&context, words)?;
+        let twin = DeviceBuffer::<u32>::zeroed(&context, words)?;
+        let (config, twin_config) = (q8_1_config(kx, ky), q8_1_twin_config(kx, ky));
+        let kp = q8_1_padded(kx);
+        let mut run_ours = || -> Result<()> {
+            vllm::quantize_q8_1_fix::launch(&stream, config, &x, &mut ours, kx as u32, nz((kp / 256) as u32))?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: x holds ky kx bf16, vy ky kx_padded / 32 blocks of 36 bytes; vLLM's grid.
+            unsafe { twins::twin_quantize_q8_1::launch_in(&vm, &stream, twin_config, ptr(&x), ptr(&twin), kx as i32, kp as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("block_q8_1 words", &ours.to_vec()?, &twin.to_vec()?);
+        table.row("V2 fix quantize_q8_1_fix", &format!("{ky}x{kx} bf16, block 256"), times, &check);
+        Ok(())
+    });
+
+    case(ONLY, "V3F", || -> Result<()> {
+        let k = 4096usize * 4096;
+        let blocks = DeviceBuffer::from_slice(&context, &q4_0_blocks(k / 32, 10))?;
+        let mut ours = DeviceBuffer::<f16>::zeroed(&context, k)?;
+        let twin = DeviceBuffer::<f16>::zeroed(&context, k)?;
+        let (config, twin_config) = (dequant_config(k), dequant_twin_config(k));
+        let mut run_ours = || -> Result<()> {
+            vllm::dequantize_block_q4_0_fix::launch(&stream, config, &blocks, &mut ours)?;
+            Ok(())
+        };
+        let run_twin = || -> Result<()> {
+            // SAFETY: vx holds k / 32 blocks of 18 bytes, y k halves; k / 2 threads.
+            unsafe { twins::twin_dequantize_block_q4_0::launch_in(&vm, &stream, twin_config, ptr(&blocks), ptr(&twin), k as i32)? };
+            Ok(())
+        };
+        let reps = reps_for(&context, &stream, &mut run_ours)?;
+        let times = time_pair(&context, &stream, reps, run_ours, run_twin)?;
+        stream.synchronize()?;
+        let check = check_bits("f16", &ours.to_vec()?, &twin.to_vec()?);
+        table.row("V3 fix dequantize_block_q4_0_fix", &format!("{k} values, block 256"), times, &check);
+        Ok(())
+    });
     Ok(())
 }
