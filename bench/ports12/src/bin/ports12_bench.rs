@@ -306,18 +306,7 @@ fn main() -> Result<()> {
         let run_twin = || -> Result<()> {
             // SAFETY: the buffers hold B T C, B NH T T and B T 3C floats; the grid covers B T NH threads.
             unsafe {
-                twins::twin_attention_value_kernel1::launch_in(
-                    &lm,
-                    &stream,
-                    config,
-                    ptr(&twin),
-                    ptr(&att),
-                    ptr(&inp),
-                    b as i32,
-                    t as i32,
-                    c as i32,
-                    nh as i32,
-                )?
+                twins::twin_attention_value_kernel1::launch_in(&lm, &stream, config, ptr(&twin), ptr(&att), ptr(&inp), b as i32, t as i32, c as i32, nh as i32)?
             };
             Ok(())
         };
