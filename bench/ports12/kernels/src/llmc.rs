@@ -49,7 +49,7 @@ pub fn attention_value_kernel1(mut out: DisjointSlice<f32, SegmentRows<1>>, att:
     }
 }
 
-/// **Fix round** of [`attention_value_kernel1`] (`_fix`): the first try's `hs` loop
+/// **Fix round** of [`attention_value_kernel1()`] (`_fix`): the first try's `hs` loop
 /// (`row.zip_input(value).for_each(..)`, 0.92x nvcc on an H200) kept fewer loads and stores in
 /// flight than nvcc's unroll by 4 of `for (i = 0; i < hs; i++) out_bth[i] += att * value[i]`
 /// (SASS: 20 `LDG`, 34 `STG` against 63 and 60). Here `LaneRow::zip_input_for_each_x4`, the
@@ -153,7 +153,7 @@ pub fn softmax_forward_kernel7(mut out: DisjointSlice<f32, BlockRows>, inp: &[f3
     }
 }
 
-/// **Fix round** of [`softmax_forward_kernel7`] (`_fix`): the first try's clamp
+/// **Fix round** of [`softmax_forward_kernel7()`] (`_fix`): the first try's clamp
 /// `cs.saturating_sub(1).min(i + u bd)` kept a bounds check (and a panic branch) on each of the
 /// 16 clamped loads: LLVM cannot see that `saturating_sub` gives `cs - 1` inside the loop. Here
 /// the row's last column is `cs.checked_sub(1)` once (an empty row returns, the whole block),
@@ -250,7 +250,7 @@ pub fn mean_kernel(mut mean: PerBlock<f32>, inp: &[f32], n: u32, c: u32, block_s
     }
 }
 
-/// **Fix round** of [`mean_kernel`] (`_fix`): the first try's row loop (`while i < cs { sum
+/// **Fix round** of [`mean_kernel()`] (`_fix`): the first try's row loop (`while i < cs { sum
 /// += x[i]; i += bs }`) stayed rolled, one load in flight a thread, where nvcc unrolls llm.c's
 /// `for (i = tid; i < C; i += block_size)` by 4 (4 `LDG` a step, 5 in all). Here
 /// `unroll::strided_x4` (docs/performance.md, the run-time trip count rows), the same order of

@@ -136,7 +136,7 @@ pub fn dequantize_block_q4_0(vx: &[BlockQ4_0], mut y: DisjointSlice<f16, RotaryP
     }
 }
 
-/// **Fix round** of [`quantize_q8_1`] (`_fix`): the first try (0.77x nvcc on an H200) split
+/// **Fix round** of [`quantize_q8_1()`] (`_fix`): the first try (0.77x nvcc on an H200) split
 /// each thread's global index by the run-time row length (`g / kx_padded`, `g % kx_padded`:
 /// a 32-bit division in every thread) and built `ds` (two f16 conversions) in every lane.
 /// The source's 2-D grid gives the row as `blockIdx.y`; this 1-D launch's rows are whole runs of
@@ -172,7 +172,7 @@ pub fn quantize_q8_1_fix(x: &[bf16], mut y: PerWarpRow<u32>, kx: u32, blocks_per
     }
 }
 
-/// **Fix round** of [`dequantize_block_q4_0`] (`_fix`): the first try (0.88x nvcc) converted
+/// **Fix round** of [`dequantize_block_q4_0()`] (`_fix`): the first try (0.88x nvcc) converted
 /// each nibble int -> f32 -> f16 and subtracted and multiplied in two scalar f16 operations
 /// each, and kept `RotaryPairs`' unit loop (the block size unknown). Here the pair is one
 /// `F16x2` as the source's `half2`: both nibbles converted by one `cvt.rn.f16x2.f32`, then one
