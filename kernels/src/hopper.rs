@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::{BufferAccess, DeviceBuffer, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{
-    BM, BOX, BOX_D256, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_d256, shared_bytes_q2,
+    BM, BOX, BOX_D256, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_d256, shared_bytes_ostage, shared_bytes_q2,
 };
 use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, dq_count_len, store_maps};
 use half::bf16;
@@ -123,7 +123,7 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside, but for D 256's) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 44] = [
+const FORWARD_INSTANCES: [&str; 46] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -166,6 +166,10 @@ const FORWARD_INSTANCES: [&str; 44] = [
     "attention_d128_pingpong_persistent_chain",
     "attention_d128_pingpong_persistent_chain_s3",
     "attention_d128_causal_pingpong_persistent_chain",
+    // Session 24: the chained ping-pong kernel writing O through shared memory (whole rows, 16
+    // bytes a lane, or one bulk copy a row).
+    "attention_d128_pingpong_persistent_chain_ostg",
+    "attention_d128_pingpong_persistent_chain_obulk",
     "attention_d256",
     "attention_d256_causal",
     // (D 256's serial schedules, offered for comparison: no other D 256 schedule exists.)
@@ -239,6 +243,9 @@ pub(crate) fn attention_forward<T: Element>(
         shared_bytes_d256()
     } else if kernel.ends_with("_q2") {
         shared_bytes_q2(head_dim as u32, stages)
+    } else if kernel.ends_with("_ostg") || kernel.ends_with("_obulk") {
+        // Session 24: the O staging buffer after the barriers.
+        shared_bytes_ostage(head_dim as u32, stages)
     } else {
         shared_bytes(head_dim as u32, stages)
     };
@@ -456,19 +463,26 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// D 128 pick's, or with the causal mask `_late`'s) converting dQ in the kernel, where the
 /// adding warp waits for its bulk reductions one (`_cvt`) or two (`_cvt2`) steps late and
 /// arrives once per tile share, so the consumers never fence (the last arrival converts the
-/// share; no conversion kernel).
+/// share; no conversion kernel); last, for bf16 D 128 (the bulk pick, or `_late` with the mask),
+/// `_ostg` and `_obulk` (session 24): the pick storing dK and dV through shared memory in whole
+/// rows, 16 bytes a lane or one bulk copy a row.
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
-        Some("attention_backward_d128_causal_bf16_late") => {
-            vec!["attention_backward_d128_causal_bf16_late_lpt", "attention_backward_d128_causal_bf16_late_cvt2"]
-        }
+        Some("attention_backward_d128_causal_bf16_late") => vec![
+            "attention_backward_d128_causal_bf16_late_lpt",
+            "attention_backward_d128_causal_bf16_late_cvt2",
+            "attention_backward_d128_causal_bf16_late_ostg",
+            "attention_backward_d128_causal_bf16_late_obulk",
+        ],
         Some("attention_backward_d128_bf16") => vec![
             "attention_backward_d128_bf16_persistent",
             "attention_backward_d128_bf16_persistent_dyn",
             "attention_backward_d128_bf16_red_cvt",
             "attention_backward_d128_bf16_cvt",
             "attention_backward_d128_bf16_cvt2",
+            "attention_backward_d128_bf16_ostg",
+            "attention_backward_d128_bf16_obulk",
         ],
         Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
             vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt", "attention_backward_d64_bf16_cvt2"]

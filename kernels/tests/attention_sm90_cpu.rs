@@ -29,7 +29,10 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     // for bf16 without the mask).
     for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap().into_iter().chain(hopper_backward_trial_kernels::<T>(&shape, 90)) {
         let nan = T::from_f32(f32::NAN);
-        let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
+        // 16-byte aligned outputs, so that the `_ostg` / `_obulk` trials (session 24) take their
+        // staged epilogue (they fall back to 4-byte stores otherwise).
+        let (mut dq_at, mut dk_at, mut dv_at) = (aligned(shape.q_len(), nan), aligned(shape.kv_len(), nan), aligned(shape.kv_len(), nan));
+        let (dq, dk, dv) = (dq_at.as_mut_slice(), dk_at.as_mut_slice(), dv_at.as_mut_slice());
         let start = std::time::Instant::now();
         // The `_dyn` instances hand each work unit from the producer's thread to the others
         // through a shared word published by an mbarrier phase, an order the executor's race
@@ -39,16 +42,39 @@ fn check<T: Element>(shape: Attention, tol: f64) {
         cpu::attention_backward_sm90_kernel(
             if kernel.ends_with("_dyn") { &quiet } else { &e },
             kernel,
-            cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq, dk, dv },
             shape,
         )
         .unwrap();
+        let (dq, dk, dv) = (dq_at.as_mut_slice().to_vec(), dk_at.as_mut_slice().to_vec(), dv_at.as_mut_slice().to_vec());
         let what = format!("{kernel} {shape:?}");
         eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
         assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
         assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol);
         assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol);
     }
+}
+
+/// `len` copies of `value` from a 16-byte aligned start.
+struct Aligned<T> {
+    storage: Vec<u128>,
+    len: usize,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy> Aligned<T> {
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: `storage` holds at least `len` `T`s (`aligned`), 16-byte aligned (so aligned
+        // for the 2- and 4-byte element types), initialised by `aligned`; borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr().cast::<T>(), self.len) }
+    }
+}
+
+fn aligned<T: Copy>(len: usize, value: T) -> Aligned<T> {
+    assert!(16 % std::mem::size_of::<T>() == 0 && std::mem::align_of::<T>() <= 16);
+    let mut a = Aligned { storage: vec![0u128; (len * std::mem::size_of::<T>()).div_ceil(16)], len, _element: std::marker::PhantomData };
+    a.as_mut_slice().fill(value);
+    a
 }
 
 #[allow(clippy::too_many_arguments)] // the shape, spelled out
