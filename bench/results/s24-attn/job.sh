@@ -27,23 +27,23 @@ echo "commit $(cat commit.txt)"
 nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw --format=csv,noheader -lms 200 > "$out/clocks.csv" 2>/dev/null &
 smi=$!
 start=$SECONDS
-timeout "${TESTS_S:-30}" ./gpu_kernels_lib attention_forward_persistent_kernels_match_their_twins_and_f64 s24_staged --test-threads=2 --nocapture > "$out/tests.txt" 2>&1
+timeout "${TESTS_S:-25}" ./gpu_kernels_lib attention_forward_persistent_kernels_match_their_twins_and_f64 s24_staged --test-threads=2 --nocapture > "$out/tests.txt" 2>&1
 echo "GPU tests rc=$? ($((SECONDS - start)) s)"
 grep -h "^test \|test result\|panicked" "$out/tests.txt" | cut -c1-200 | head -12
-run() { # TAG ENV...: bench_attention into $out/TAG.json / .txt
-  local tag=$1; shift
+run() { # TAG SECONDS ENV...: bench_attention into $out/TAG.json / .txt
+  local tag=$1 limit=$2; shift 2
   start=$SECONDS
-  env BENCH_REPEAT="${REPEAT:-3}" BENCH_D=128 BENCH_MAX_S=4096 "$@" timeout "${BENCH_S:-14}" ./bench_attention "$out/$tag.json" > "$out/$tag.txt" 2>&1
+  env BENCH_REPEAT="${REPEAT:-3}" BENCH_D=128 BENCH_MAX_S=4096 "$@" timeout "$limit" ./bench_attention "$out/$tag.json" > "$out/$tag.txt" 2>&1
   echo "$tag rc=$? ($((SECONDS - start)) s)"
 }
 fwd=(BENCH_FWD_ONLY=1 BENCH_FWD_ALL=1 BENCH_FWD_FILTER=chain)
 bwd=(BENCH_TRIAL=1 BENCH_TRIAL_FILTER=_o)
-run fwd1 "${fwd[@]}"
-run bwd1 "${bwd[@]}"
-run fwd2 "${fwd[@]}"
-run bwd2 "${bwd[@]}"
+run fwd1 "${FWD_S:-12}" "${fwd[@]}"
+run bwd1 "${BWD_S:-15}" "${bwd[@]}"
+run fwd2 "${FWD_S:-12}" "${fwd[@]}"
+run bwd2 "${BWD_S:-15}" "${bwd[@]}"
 start=$SECONDS
-env BENCH_REPEAT="${REPEAT:-3}" BENCH_D=128 BENCH_MAX_S=4096 timeout "${SDPA_S:-30}" "$python" attention_sdpa.py "$out/sdpa.json" > "$out/sdpa.txt" 2>&1
+env BENCH_REPEAT="${REPEAT:-3}" BENCH_D=128 BENCH_MAX_S=4096 timeout "${SDPA_S:-22}" "$python" attention_sdpa.py "$out/sdpa.json" > "$out/sdpa.txt" 2>&1
 echo "sdpa rc=$? ($((SECONDS - start)) s)"
 kill "$smi" 2>/dev/null
 "$python" - "$out" <<'PY'
