@@ -654,9 +654,9 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
-        (base, "attention_d128_pingpong_persistent_chain"),
+        (base, "attention_d128_pingpong_persistent_chain_ostg"),
         (Attention { seq_q: 1100, seq_kv: 1100, ..base }, "attention_d128_pingpong"),
-        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent_chain"),
+        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent_chain_ostg"),
         (Attention { causal: true, ..base }, "attention_d128_causal_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 1000, seq_kv: 1000, causal: true, ..base }, "attention_d64_causal_pingpong_persistent_q2"),

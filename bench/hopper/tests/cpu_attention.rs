@@ -10,8 +10,8 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{
-    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_chain_staged,
-    attention_body_persistent_q2, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes, shared_bytes_ostage, shared_bytes_q2,
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body_persistent_staged, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes, shared_bytes_ostage, shared_bytes_q2,
     within_bound,
 };
 
@@ -88,7 +88,7 @@ fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u3
 struct Words4([u32; 4]);
 
 /// [`check_chain`], or with `staged` (`chain`, one Q buffer) the chained kernels writing O
-/// through shared memory (`attention_body_persistent_chain_staged`: `Some(false)` the `_ostg`
+/// through shared memory (`attention_body_persistent_staged`: `Some(false)` the `_ostg`
 /// body, `Some(true)` the `_obulk` one), O starting `o_shift` words (4 bytes each) past a
 /// 16-byte boundary (0: the staged stores; 1-3: the 4-byte stores they fall back to).
 #[allow(clippy::too_many_arguments)]
@@ -107,7 +107,7 @@ fn check_staged(
 ) -> f64 {
     assert!(!q2 || (persistent.is_some() && poly == 0), "q2: the persistent MUFU kernels only");
     assert!(!chain || (persistent.is_some() && poly == 0), "chain: the persistent MUFU kernels only");
-    assert!(staged.is_none() || (chain && !q2), "staged: the chained kernels with one Q buffer only");
+    assert!(staged.is_none() || (persistent.is_some() && poly == 0 && !q2), "staged: the persistent MUFU kernels with one Q buffer only");
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
@@ -165,19 +165,19 @@ fn check_staged(
             if let Some(bulk) = staged {
                 let next = next as *mut u32;
                 macro_rules! pick_staged {
-                    ($($d:literal $c:literal $p:literal $s:literal),*) => {
-                        match (d, causal, schedule, bulk) {
-                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, false) => {
-                                attention_body_persistent_chain_staged::<$d, $c, $p, $s, false>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
-                            })*
-                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, true) => {
-                                attention_body_persistent_chain_staged::<$d, $c, $p, $s, true>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                    ($($d:literal $c:literal $p:literal $s:literal $chain:literal $bulk:literal),*) => {
+                        match (d, causal, schedule, chain, bulk) {
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, $chain, $bulk) => {
+                                attention_body_persistent_staged::<$d, $c, $p, $s, $chain, $bulk>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
                             })*
                             _ => unreachable!("no such staged variant"),
                         }
                     };
                 }
-                return pick_staged!(128 false true 2, 64 false true 2);
+                // The library's staged instances (and the chained ones at D 64, the body's other
+                // head dimension).
+                return pick_staged!(128 false true 2 true false, 128 false true 2 true true, 64 false true 2 true false, 64 false true 2 true true,
+                    128 true false 2 false false, 64 false false 2 false false, 64 true true 2 false false);
             }
             if chain {
                 let next = next as *mut u32;
@@ -368,12 +368,12 @@ fn s23_cpu_attention_persistent_chained_items() {
     check_chain(128, false, pingpong(3), 200, 5, Some(3), 0, false, true);
 }
 
-/// Issue 31, session 24: the chained kernels writing O through shared memory
-/// (`attention_body_persistent_chain_staged`: `stmatrix` into a padded staging buffer, then
-/// whole rows, 16 bytes a lane or one bulk copy a row), at D 128 (the library's instances) and
-/// D 64 (the body's other head dimension): several items a block, ragged last tiles (the rows
-/// past S not stored), every output against f64; and O 4 but not 16 bytes aligned, where the
-/// body falls back to the 4-byte stores.
+/// Issue 31, session 24: the persistent kernels writing O through shared memory
+/// (`attention_body_persistent_staged`: `stmatrix` into a padded staging buffer, then
+/// whole rows, 16 bytes a lane or one bulk copy a row), chained at D 128 (the library's
+/// instances) and D 64, and not chained as the other persistent picks: several items a block,
+/// ragged last tiles (the rows past S not stored), every output against f64; and O 4 but not
+/// 16 bytes aligned, where the body falls back to the 4-byte stores.
 #[test]
 fn s24_cpu_attention_chained_items_through_shared_memory() {
     let pingpong = Schedule { overlap: true, pingpong: true, stages: 2 };
@@ -383,4 +383,11 @@ fn s24_cpu_attention_chained_items_through_shared_memory() {
         check_staged(64, false, pingpong, 200, 3, Some(1), 0, false, true, Some(bulk), 0);
         check_staged(128, false, pingpong, 200, 2, Some(2), 0, false, true, Some(bulk), 1);
     }
+    // The persistent picks without the chain (`_ostg`, the final call's trials): D 128 causal
+    // without the turns, D 64 without the mask, D 64 causal with the turns.
+    let two = Schedule { overlap: true, pingpong: false, stages: 2 };
+    check_staged(128, true, two, 300, 3, Some(2), 0, false, false, Some(false), 0);
+    check_staged(64, false, two, 300, 3, Some(2), 0, false, false, Some(false), 0);
+    check_staged(64, true, pingpong, 452, 2, Some(1), 0, false, false, Some(false), 0);
+    check_staged(64, true, pingpong, 200, 2, Some(2), 0, false, false, Some(false), 3);
 }

@@ -183,8 +183,8 @@ pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
 #[cfg(not(target_arch = "nvptx64"))]
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{
-    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_chain_staged,
-    attention_body_persistent_q2, attention_body_persistent_with, attention_body_with,
+    attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body_persistent_staged, attention_body_persistent_with, attention_body_with,
 };
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
@@ -1449,19 +1449,27 @@ mod body {
         unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, QB, true, EPI_SCATTER>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
-    /// [`attention_body_persistent_chain`] with one Q buffer writing O through shared memory
-    /// (the `_ostg` kernels, `BULK` false, and `_obulk`, `BULK` true; issue 31, session 24): each
-    /// warp puts its 16 normalised rows into a staging buffer with `stmatrix` and stores them in
-    /// whole rows, 16 bytes a lane (`_ostg`) or one bulk copy a row through the copy engine
-    /// (`_obulk`), instead of 4-byte stores that touch 8 rows a warp instruction. A launch whose
-    /// O is not 16-byte aligned takes the 4-byte stores.
+    /// [`attention_body_persistent`] (`CHAIN` false) or [`attention_body_persistent_chain`]
+    /// (`CHAIN` true) with one Q buffer, writing O through shared memory (the `_ostg` kernels,
+    /// `BULK` false, and `_obulk`, `BULK` true; issue 31, session 24): each warp puts its 16
+    /// normalised rows into a staging buffer with `stmatrix` and stores them in whole rows, 16
+    /// bytes a lane (`_ostg`) or one bulk copy a row through the copy engine (`_obulk`), instead
+    /// of 4-byte stores that touch 8 rows a warp instruction. A launch whose O is not 16-byte
+    /// aligned takes the 4-byte stores.
     ///
     /// # Safety
     /// As for [`attention_body_persistent`], with [`shared_bytes_ostage`]`(D, STAGES)` of
     /// dynamic shared memory.
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    pub unsafe fn attention_body_persistent_chain_staged<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const BULK: bool>(
+    pub unsafe fn attention_body_persistent_staged<
+        const D: u32,
+        const CAUSAL: bool,
+        const PINGPONG: bool,
+        const STAGES: u32,
+        const CHAIN: bool,
+        const BULK: bool,
+    >(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -1475,9 +1483,9 @@ mod body {
         // SAFETY: the caller's contract.
         unsafe {
             if BULK {
-                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, true, EPI_BULK>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
+                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, CHAIN, EPI_BULK>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
             } else {
-                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, true, EPI_STG>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
+                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, CHAIN, EPI_STG>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
             }
         }
     }
@@ -2007,11 +2015,11 @@ mod body {
         attention_d128_causal_pingpong_persistent_chain: 128, true, true, 2, 1;
     }
 
-    macro_rules! persistent_chain_staged_kernels {
-        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal, $bulk:literal;)*) => {$(
-            /// Attention forward, persistent with the work items chained, O written through
-            /// shared memory (see [`attention_body_persistent_chain_staged`]), head dimension and
-            /// variant in the name. As the `_persistent` kernels, with
+    macro_rules! persistent_staged_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal, $chain:literal, $bulk:literal;)*) => {$(
+            /// Attention forward, persistent (`_chain`: the work items chained), O written
+            /// through shared memory (see [`attention_body_persistent_staged`]), head dimension
+            /// and variant in the name. As the `_persistent` kernels, with
             /// `shared_bytes_ostage(D, STAGES)` of dynamic shared memory.
             ///
             /// # Safety
@@ -2029,7 +2037,7 @@ mod body {
                 // SAFETY: as for the `_persistent` kernels (the staging buffer is in the shared
                 // memory checked above).
                 unsafe {
-                    attention_body_persistent_chain_staged::<$d, $causal, $pingpong, $stages, $bulk>(
+                    attention_body_persistent_staged::<$d, $causal, $pingpong, $stages, $chain, $bulk>(
                         maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr(),
                     )
                 }
@@ -2042,9 +2050,14 @@ mod body {
     // Session 24 (issue 31): the chained ping-pong kernel (the pick at D 128 up to S 1k without
     // the mask) writing O through shared memory: whole rows 16 bytes a lane (`_ostg`) or one
     // bulk copy a row (`_obulk`), instead of 4-byte stores touching 8 rows a warp instruction.
-    persistent_chain_staged_kernels! {
-        attention_d128_pingpong_persistent_chain_ostg: 128, false, true, 2, false;
-        attention_d128_pingpong_persistent_chain_obulk: 128, false, true, 2, true;
+    persistent_staged_kernels! {
+        attention_d128_pingpong_persistent_chain_ostg: 128, false, true, 2, true, false;
+        attention_d128_pingpong_persistent_chain_obulk: 128, false, true, 2, true, true;
+        // The other persistent picks the same way (16 bytes a lane: 1.05-1.11x the bulk copies
+        // at D 128 in session 24's mid call), trials for its final call.
+        attention_d128_causal_persistent_ostg: 128, true, false, 2, false, false;
+        attention_d64_persistent_ostg: 64, false, false, 2, false, false;
+        attention_d64_causal_pingpong_persistent_ostg: 64, true, true, 2, false, false;
     }
 
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.

@@ -1786,6 +1786,9 @@ mod body {
         attention_backward_d128_bf16_obulk: 128, false, false, true, true, true, false, false, false, 0, epi 2;
         attention_backward_d128_causal_bf16_late_ostg: 128, true, false, true, false, false, false, false, false, 0, epi 1;
         attention_backward_d128_causal_bf16_late_obulk: 128, true, false, true, false, false, false, false, false, 0, epi 2;
+        // Session 24 (trials for the final call): the D 64 `_red` schedule the same way.
+        attention_backward_d64_bf16_red_obulk: 64, false, false, false, true, true, false, false, false, 0, epi 2;
+        attention_backward_d64_causal_bf16_red_obulk: 64, true, false, false, true, true, false, false, false, 0, epi 2;
     }
 }
 
