@@ -7,7 +7,8 @@
 //! `BENCH_WG=1` the sm_90 backward's `_red` and `_late` instances (`attention_backward_sm90`)
 //! and its trial instances where the shape has them (`_late_lpt`, or `_persistent` and `_persistent_dyn`,
 //! `hopper_backward_trial_kernels`; `BENCH_TRIAL=1`: the trial instances only, JSON `bwd_trial_*`
-//! for the first and `bwd_trials` for all);
+//! for the first and `bwd_trials` for all; `BENCH_TRIAL_FILTER=_o,bf16$`: only the trials whose
+//! name contains one of the comma-separated patterns, or ends with one written with a final `$`);
 //! the forward's other sm_90 instance (`attention_forward_sm90`: the persistent twin, or the
 //! one-tile-per-block one) is always timed beside the one the call picks; `BENCH_FWD_ALL=1`
 //! times every other sm_90 forward schedule of the shape too (`hopper_forward_instances`; up to
@@ -230,10 +231,19 @@ fn main() -> Result<(), KernelsError> {
                 // `BENCH_WG=1` or `BENCH_TRIAL=1`: also the backward's trial instances (`_late_lpt`,
                 // or `_persistent` and `_persistent_dyn`), where it has them.
                 let trial_wanted = ["BENCH_WG", "BENCH_TRIAL"].iter().any(|k| std::env::var(k).is_ok_and(|v| v == "1"));
+                // `BENCH_TRIAL_FILTER=_o,bf16$`: only the trials whose name contains one of the
+                // comma-separated patterns (`$` at the end: ends with it; session 24).
+                let trial_filter = std::env::var("BENCH_TRIAL_FILTER").unwrap_or_default();
+                let wanted = |name: &str| {
+                    trial_filter.is_empty() || trial_filter.split(',').any(|p| p.strip_suffix('$').map_or_else(|| name.contains(p), |end| name.ends_with(end)))
+                };
                 let mut trials = Vec::new();
                 for name in attention::hopper_backward_trial_kernels::<bf16>(&a, arch) {
                     if fwd_only || !trial_wanted {
                         break;
+                    }
+                    if !wanted(name) {
+                        continue;
                     }
                     let ms = time(&context, &stream, || {
                         attention::attention_backward_sm90(

@@ -27,7 +27,7 @@ use std::marker::PhantomData;
 use ferrocuda_host::__private::SliceArg;
 use ferrocuda_host::{BufferAccess, DeviceBuffer, DeviceRead, DeviceWrite, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle, TiledLayout, sys};
 use ferrocuda_kernels_hopper::attention::{
-    BM, BOX, BOX_D256, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_d256, shared_bytes_q2,
+    BM, BOX, BOX_D256, ForwardArgs, STAGES, STAGES_DEEP, THREADS, forward_kernel, shared_bytes, shared_bytes_d256, shared_bytes_ostage, shared_bytes_q2,
 };
 use ferrocuda_kernels_hopper::attention_backward::{GpuBackwardArgs, Problem, backward_kernel, dq_count_len, store_maps};
 use half::bf16;
@@ -76,6 +76,10 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
     // Session 21 (one H200, two calls, bench/results/s21-attn/run1-h200, run2-h200): the
     // persistent twins at D 128 S 1k without the mask (538 against 514-515 TFLOP/s, 1.05x, in
     // both calls) and at D 64 S 2k (444-445 against 424-425, 1.05x in both).
+    // Session 24 (one H200, two runs in one call, bench/results/s24-attn/mid-h200): at D 128
+    // without the mask up to S 1k the chained kernel writing O through shared memory in whole
+    // rows (`_chain_ostg`: 1.11x / 1.05x the chained one at S 512 / 1k in both runs, 0.95-0.96
+    // / 0.96-0.975x cuDNN).
     Some(match (shape.head_dim, shape.causal) {
         (256, false) => "attention_d256",
         (256, true) => "attention_d256_causal",
@@ -84,7 +88,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
         (64, true) if s <= 512 => "attention_d64_causal_pingpong_persistent",
         (64, true) if s <= 2048 => "attention_d64_causal_pingpong_persistent_q2",
         (64, true) => "attention_d64_causal_pingpong",
-        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent_chain",
+        (_, false) if s <= 1024 => "attention_d128_pingpong_persistent_chain_ostg",
         (_, false) if (2048..=4096).contains(&s) => "attention_d128_pingpong_s3",
         (_, false) => "attention_d128_pingpong",
         (_, true) if s <= 2048 => "attention_d128_causal_persistent",
@@ -96,7 +100,7 @@ pub fn hopper_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'stati
 /// The one-tile-per-block kernels of the forward and their persistent twins (the same
 /// schedule on a grid of at most one block per SM, each block taking query tiles until all are
 /// done: `ferrocuda_kernels_hopper::attention::attention_body_persistent`).
-const FORWARD_TWINS: [[&str; 2]; 10] = [
+const FORWARD_TWINS: [[&str; 2]; 11] = [
     ["attention_d64", "attention_d64_persistent"],
     ["attention_d64_pingpong", "attention_d64_pingpong_persistent"],
     ["attention_d64_causal_pingpong", "attention_d64_causal_pingpong_persistent"],
@@ -109,6 +113,8 @@ const FORWARD_TWINS: [[&str; 2]; 10] = [
     ["attention_d128_causal", "attention_d128_causal_persistent"],
     // Session 23: the chained ping-pong kernel (a pick of it finds its one-tile twin here).
     ["attention_d128_pingpong", "attention_d128_pingpong_persistent_chain"],
+    // Session 24: the chained kernel storing O through shared memory, beside the chained one.
+    ["attention_d128_pingpong_persistent_chain", "attention_d128_pingpong_persistent_chain_ostg"],
 ];
 
 /// The instances of the sm_90 forward for `shape` on `arch`, for benchmarks and tests that
@@ -123,7 +129,7 @@ pub fn hopper_kernels<T: Element>(shape: &Attention, arch: u32) -> Option<[&'sta
 
 /// Every overlapped sm_90 forward instance (the `_serial` ones aside, but for D 256's) of `ferrocuda-kernels-hopper`, by
 /// head dimension and mask: the schedules that [`hopper_forward_instances`] offers for a shape.
-const FORWARD_INSTANCES: [&str; 44] = [
+const FORWARD_INSTANCES: [&str; 49] = [
     "attention_d64",
     "attention_d64_persistent",
     "attention_d64_persistent_q2",
@@ -166,6 +172,15 @@ const FORWARD_INSTANCES: [&str; 44] = [
     "attention_d128_pingpong_persistent_chain",
     "attention_d128_pingpong_persistent_chain_s3",
     "attention_d128_causal_pingpong_persistent_chain",
+    // Session 24: the chained ping-pong kernel writing O through shared memory (whole rows, 16
+    // bytes a lane, or one bulk copy a row).
+    "attention_d128_pingpong_persistent_chain_ostg",
+    "attention_d128_pingpong_persistent_chain_obulk",
+    // Session 24's trials for the final call: the other persistent picks storing O through
+    // shared memory (whole rows, 16 bytes a lane).
+    "attention_d128_causal_persistent_ostg",
+    "attention_d64_persistent_ostg",
+    "attention_d64_causal_pingpong_persistent_ostg",
     "attention_d256",
     "attention_d256_causal",
     // (D 256's serial schedules, offered for comparison: no other D 256 schedule exists.)
@@ -239,6 +254,9 @@ pub(crate) fn attention_forward<T: Element>(
         shared_bytes_d256()
     } else if kernel.ends_with("_q2") {
         shared_bytes_q2(head_dim as u32, stages)
+    } else if kernel.ends_with("_ostg") || kernel.ends_with("_obulk") {
+        // Session 24: the O staging buffer after the barriers.
+        shared_bytes_ostage(head_dim as u32, stages)
     } else {
         shared_bytes(head_dim as u32, stages)
     };
@@ -357,10 +375,20 @@ fn check(call: &'static str, code: sys::CUresult) -> Result<()> {
 /// benchmark's shapes), the persistent form of the `_red` schedule,
 /// `attention_backward_d64_bf16_red_persistent` (1.04x it in both runs; at 16 steps, S 1k,
 /// 0.99-1.00x, so not there).
+///
+/// Session 24 (one H200, two runs in one call, `bench/results/s24-attn/mid-h200`): for bf16 at
+/// D 128 the schedule storing dK and dV through shared memory, one bulk copy a row (`_obulk`:
+/// without the mask 1.13 / 1.06 / 1.03-1.06 / 1.02-1.03x the bulk schedule at S 512 / 1k / 2k /
+/// 4k, with it 1.14 / 1.12 / 1.07 / 1.02-1.07x `_late`, in both runs).
 pub fn hopper_backward_kernel<T: Element>(shape: &Attention, arch: u32) -> Option<&'static str> {
     let base = backward_schedule::<T>(shape, arch)?;
     let steps = shape.seq_q.div_ceil(64) * (shape.heads_q / shape.heads_kv);
-    Some(if base == "attention_backward_d64_bf16_red" && steps <= 8 { "attention_backward_d64_bf16_red_persistent" } else { base })
+    Some(match base {
+        "attention_backward_d64_bf16_red" if steps <= 8 => "attention_backward_d64_bf16_red_persistent",
+        "attention_backward_d128_bf16" => "attention_backward_d128_bf16_obulk",
+        "attention_backward_d128_causal_bf16_late" => "attention_backward_d128_causal_bf16_late_obulk",
+        _ => base,
+    })
 }
 
 /// [`hopper_backward_kernel`]'s schedule with one block per key block (or pair of them): the
@@ -456,30 +484,48 @@ pub fn hopper_backward_trial_kernel<T: Element>(shape: &Attention, arch: u32) ->
 /// D 128 pick's, or with the causal mask `_late`'s) converting dQ in the kernel, where the
 /// adding warp waits for its bulk reductions one (`_cvt`) or two (`_cvt2`) steps late and
 /// arrives once per tile share, so the consumers never fence (the last arrival converts the
-/// share; no conversion kernel).
+/// share; no conversion kernel). Session 24: dK and dV stored through shared memory in whole
+/// rows: for bf16 D 128 the pick is the `_obulk` form (one bulk copy a row), so the schedule it
+/// stands for (the bulk one, or `_late` with the mask) is the first trial and `_ostg` (16 bytes
+/// a lane) the last; at D 64 the `_red` schedule's `_obulk` form is the last trial.
 pub fn hopper_backward_trial_kernels<T: Element>(shape: &Attention, arch: u32) -> Vec<&'static str> {
     let picked = hopper_backward_kernel::<T>(shape, arch);
     match backward_schedule::<T>(shape, arch) {
-        Some("attention_backward_d128_causal_bf16_late") => {
-            vec!["attention_backward_d128_causal_bf16_late_lpt", "attention_backward_d128_causal_bf16_late_cvt2"]
-        }
-        Some("attention_backward_d128_bf16") => vec![
+        // Session 24: the `_obulk` forms are the picks; the schedules they stand for come first.
+        Some(base @ "attention_backward_d128_causal_bf16_late") => vec![
+            base,
+            "attention_backward_d128_causal_bf16_late_lpt",
+            "attention_backward_d128_causal_bf16_late_cvt2",
+            "attention_backward_d128_causal_bf16_late_ostg",
+        ],
+        Some(base @ "attention_backward_d128_bf16") => vec![
+            base,
             "attention_backward_d128_bf16_persistent",
             "attention_backward_d128_bf16_persistent_dyn",
             "attention_backward_d128_bf16_red_cvt",
             "attention_backward_d128_bf16_cvt",
             "attention_backward_d128_bf16_cvt2",
+            "attention_backward_d128_bf16_ostg",
         ],
         Some(base @ "attention_backward_d64_bf16_red") if picked != Some(base) => {
-            vec![base, "attention_backward_d64_bf16_red_persistent_dyn", "attention_backward_d64_bf16_red_cvt", "attention_backward_d64_bf16_cvt2"]
+            vec![
+                base,
+                "attention_backward_d64_bf16_red_persistent_dyn",
+                "attention_backward_d64_bf16_red_cvt",
+                "attention_backward_d64_bf16_cvt2",
+                "attention_backward_d64_bf16_red_obulk",
+            ]
         }
         Some("attention_backward_d64_bf16_red") => vec![
             "attention_backward_d64_bf16_red_persistent",
             "attention_backward_d64_bf16_red_persistent_dyn",
             "attention_backward_d64_bf16_red_cvt",
             "attention_backward_d64_bf16_cvt2",
+            "attention_backward_d64_bf16_red_obulk",
         ],
-        Some("attention_backward_d64_causal_bf16_red") => vec!["attention_backward_d64_causal_bf16_red_cvt", "attention_backward_d64_causal_bf16_late_cvt2"],
+        Some("attention_backward_d64_causal_bf16_red") => {
+            vec!["attention_backward_d64_causal_bf16_red_cvt", "attention_backward_d64_causal_bf16_late_cvt2", "attention_backward_d64_causal_bf16_red_obulk"]
+        }
         _ => vec![],
     }
 }

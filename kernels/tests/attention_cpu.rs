@@ -162,7 +162,7 @@ fn s14_forward_instances_are_the_shapes_schedules() {
 fn the_hopper_kernels_take_bf16_bhsd_d64_d128_self_attention_on_sm_90_only() {
     use ferrocuda_kernels::attention::hopper_kernel;
     let base = shape(4, 4, 1000, 1000, 128, Layout::Bhsd, false);
-    assert_eq!(hopper_kernel::<bf16>(&base, 90), Some("attention_d128_pingpong_persistent_chain"));
+    assert_eq!(hopper_kernel::<bf16>(&base, 90), Some("attention_d128_pingpong_persistent_chain_ostg"));
     assert_eq!(hopper_kernel::<bf16>(&Attention { seq_q: 1100, seq_kv: 1100, ..base }, 90), Some("attention_d128_pingpong"));
     assert_eq!(hopper_kernel::<bf16>(&Attention { causal: true, seq_q: 4096, seq_kv: 4096, ..base }, 90), Some("attention_d128_causal_pingpong_s3"));
     // D 256 (session 22): one schedule whatever the length.

@@ -29,7 +29,10 @@ fn check<T: Element>(shape: Attention, tol: f64) {
     // for bf16 without the mask).
     for kernel in hopper_backward_kernels::<T>(&shape, 90).unwrap().into_iter().chain(hopper_backward_trial_kernels::<T>(&shape, 90)) {
         let nan = T::from_f32(f32::NAN);
-        let (mut dq, mut dk, mut dv) = (vec![nan; shape.q_len()], vec![nan; shape.kv_len()], vec![nan; shape.kv_len()]);
+        // 16-byte aligned outputs, so that the `_ostg` / `_obulk` trials (session 24) take their
+        // staged epilogue (they fall back to 4-byte stores otherwise).
+        let (mut dq_at, mut dk_at, mut dv_at) = (aligned(shape.q_len(), nan), aligned(shape.kv_len(), nan), aligned(shape.kv_len(), nan));
+        let (dq, dk, dv) = (dq_at.as_mut_slice(), dk_at.as_mut_slice(), dv_at.as_mut_slice());
         let start = std::time::Instant::now();
         // The `_dyn` instances hand each work unit from the producer's thread to the others
         // through a shared word published by an mbarrier phase, an order the executor's race
@@ -39,16 +42,39 @@ fn check<T: Element>(shape: Attention, tol: f64) {
         cpu::attention_backward_sm90_kernel(
             if kernel.ends_with("_dyn") { &quiet } else { &e },
             kernel,
-            cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq: &mut dq, dk: &mut dk, dv: &mut dv },
+            cpu::Backward { q: &q, k: &k, v: &v, out: &out, dout: &dout, lse: &lse, dq, dk, dv },
             shape,
         )
         .unwrap();
+        let (dq, dk, dv) = (dq_at.as_mut_slice().to_vec(), dk_at.as_mut_slice().to_vec(), dv_at.as_mut_slice().to_vec());
         let what = format!("{kernel} {shape:?}");
         eprintln!("{what}: {:.1} s", start.elapsed().as_secs_f64());
         assert_close(&format!("dq {what}"), &widen(&dq), &want.dq, tol);
         assert_close(&format!("dk {what}"), &widen(&dk), &want.dk, tol);
         assert_close(&format!("dv {what}"), &widen(&dv), &want.dv, tol);
     }
+}
+
+/// `len` copies of `value` from a 16-byte aligned start.
+struct Aligned<T> {
+    storage: Vec<u128>,
+    len: usize,
+    _element: std::marker::PhantomData<T>,
+}
+
+impl<T: Copy> Aligned<T> {
+    fn as_mut_slice(&mut self) -> &mut [T] {
+        // SAFETY: `storage` holds at least `len` `T`s (`aligned`), 16-byte aligned (so aligned
+        // for the 2- and 4-byte element types), initialised by `aligned`; borrowed mutably.
+        unsafe { std::slice::from_raw_parts_mut(self.storage.as_mut_ptr().cast::<T>(), self.len) }
+    }
+}
+
+fn aligned<T: Copy>(len: usize, value: T) -> Aligned<T> {
+    assert!(16usize.is_multiple_of(std::mem::size_of::<T>()) && std::mem::align_of::<T>() <= 16);
+    let mut a = Aligned { storage: vec![0u128; (len * std::mem::size_of::<T>()).div_ceil(16)], len, _element: std::marker::PhantomData };
+    a.as_mut_slice().fill(value);
+    a
 }
 
 #[allow(clippy::too_many_arguments)] // the shape, spelled out
@@ -100,14 +126,18 @@ fn sm90_backward_causal_pairs_of_key_blocks_match_f64() {
 fn s17_persistent_backward_blocks_take_several_key_blocks_across_heads() {
     let d128 = shape(1, 2, 2, 300, 300, 128, Layout::Bhsd, false);
     let d64 = shape(1, 4, 2, 130, 260, 64, Layout::Bshd, false);
-    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d128, 90), Some("attention_backward_d128_bf16_persistent"));
+    // Session 24: the pick is the bulk schedule's `_obulk` form, so the bulk one is the first
+    // trial, then the persistent ones.
+    assert_eq!(hopper_backward_kernel::<bf16>(&d128, 90), Some("attention_backward_d128_bf16_obulk"));
+    assert_eq!(hopper_backward_trial_kernel::<bf16>(&d128, 90), Some("attention_backward_d128_bf16"));
+    assert_eq!(hopper_backward_trial_kernels::<bf16>(&d128, 90)[1], "attention_backward_d128_bf16_persistent");
     // D 64 at 3 query steps a key block: the persistent `_red` schedule is the pick (session 17),
     // its one-block-per-key-block form the first trial.
     assert_eq!(hopper_backward_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red_persistent"));
     assert_eq!(hopper_backward_trial_kernel::<bf16>(&d64, 90), Some("attention_backward_d64_bf16_red"));
     assert_eq!(hopper_backward_kernels::<bf16>(&d64, 90).unwrap()[1..], ["attention_backward_d64_bf16", "attention_backward_d64_bf16_late"]);
     assert_eq!(hopper_backward_kernel::<bf16>(&shape(1, 4, 2, 1000, 1000, 64, Layout::Bshd, false), 90), Some("attention_backward_d64_bf16_red"));
-    assert_eq!(hopper_backward_trial_kernels::<bf16>(&d128, 90)[1], "attention_backward_d128_bf16_persistent_dyn");
+    assert_eq!(hopper_backward_trial_kernels::<bf16>(&d128, 90)[2], "attention_backward_d128_bf16_persistent_dyn");
     check::<bf16>(d128, 2e-2);
     check::<bf16>(d64, 2e-2);
 }
@@ -127,7 +157,8 @@ fn sm90_backward_f16_unequal_lengths_and_d128_match_f64() {
 #[test]
 fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     let base = shape(2, 4, 2, 100, 90, 128, Layout::Bshd, true);
-    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16_late"));
+    // Session 24: the `_late` schedule storing dK and dV through shared memory.
+    assert_eq!(hopper_backward_kernel::<bf16>(&base, 90), Some("attention_backward_d128_causal_bf16_late_obulk"));
     assert_eq!(hopper_backward_kernel::<f16>(&Attention { head_dim: 64, causal: false, ..base }, 90), Some("attention_backward_d64_f16_red"));
     assert_eq!(hopper_backward_kernel::<bf16>(&base, 80), None);
     assert_eq!(hopper_backward_kernel::<f32>(&base, 90), None);
@@ -157,7 +188,7 @@ fn the_sm90_backward_takes_16_bit_d64_d128_on_sm_90_only() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("attention_backward_d128_causal_bf16_red"), "another shape's instance is refused: {err}");
-    let names = ["attention_backward_d128_causal_bf16_late", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
+    let names = ["attention_backward_d128_causal_bf16_late_obulk", "attention_backward_d128_causal_bf16", "attention_backward_d128_causal_bf16_red"];
     assert_eq!(hopper_backward_kernels::<bf16>(&base, 90), Some(names));
 }
 

@@ -331,6 +331,34 @@ fn attention_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Atten
 }
 
 /// As `attention_on_gpu`, with the backward call named.
+/// Session 24's staged-epilogue backward trials (`_ostg`, `_obulk`: the D 128 picks, bulk dQ
+/// and causal `_late`, storing dK and dV through shared memory in whole rows) against f64:
+/// without the mask (`[B, H, S, D]`, grouped heads, ragged: 300 positions, the last key block's
+/// rows past S not stored), with it in `[B, S, H, D]` (333 queries over 200 keys) and with more
+/// keys than queries. A staged row stored to the wrong place, or not at all, shows as dK or dV
+/// far from f64.
+#[test]
+fn s24_staged_backward_epilogue_on_sm_90_matches_f64() {
+    let Some((context, stream)) = gpu("s24_staged_backward_epilogue_on_sm_90_matches_f64") else { return };
+    if context.device().arch().unwrap() != 90 {
+        eprintln!("not sm_90: no sm_90 backward here");
+        return;
+    }
+    let base = Attention { batch: 2, heads_q: 8, heads_kv: 2, seq_q: 300, seq_kv: 300, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
+    let cases =
+        [base, Attention { causal: true, layout: Layout::Bshd, seq_q: 333, seq_kv: 200, ..base }, Attention { causal: true, seq_q: 130, seq_kv: 500, ..base }];
+    let mut ran = 0;
+    for shape in cases {
+        for trial in attention::hopper_backward_trial_kernels::<bf16>(&shape, 90) {
+            if trial.ends_with("_ostg") || trial.ends_with("_obulk") {
+                attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
+                ran += 1;
+            }
+        }
+    }
+    assert_eq!(ran, 2 * cases.len(), "an `_ostg` and an `_obulk` instance per shape");
+}
+
 fn attention_backward_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64, backward: Backward) {
     let (q, qf) = input::<T>(shape.q_len(), 21, 1.0);
     let (k, kf) = input::<T>(shape.kv_len(), 22, 1.0);
@@ -626,9 +654,9 @@ fn attention_forward_takes_the_hopper_kernels_on_sm_90_and_matches_f64() {
     let base = Attention { batch: 1, heads_q: 3, heads_kv: 3, seq_q: 1000, seq_kv: 1000, head_dim: 128, layout: Layout::Bhsd, causal: false, scale: None };
     let one = Attention { batch: 1, heads_q: 1, heads_kv: 1, ..base };
     let cases = [
-        (base, "attention_d128_pingpong_persistent_chain"),
+        (base, "attention_d128_pingpong_persistent_chain_ostg"),
         (Attention { seq_q: 1100, seq_kv: 1100, ..base }, "attention_d128_pingpong"),
-        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent_chain"),
+        (Attention { seq_q: 700, seq_kv: 700, ..base }, "attention_d128_pingpong_persistent_chain_ostg"),
         (Attention { causal: true, ..base }, "attention_d128_causal_persistent"),
         (Attention { head_dim: 64, seq_q: 300, seq_kv: 300, causal: true, ..base }, "attention_d64_causal_pingpong_persistent"),
         (Attention { head_dim: 64, seq_q: 1000, seq_kv: 1000, causal: true, ..base }, "attention_d64_causal_pingpong_persistent_q2"),

@@ -6,7 +6,8 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_host::{Context, DeviceBuffer, DevicePtr, LaunchConfig, Stream, TensorDataType, TensorMap, TensorSwizzle};
 
 use crate::attention::{
-    BM, BOX, ForwardArgs, ForwardKernel, STAGES, STAGES_DEEP, THREADS, forward_kernel, reference_row, shared_bytes, shared_bytes_q2, within_bound,
+    BM, BOX, ForwardArgs, ForwardKernel, STAGES, STAGES_DEEP, THREADS, forward_kernel, reference_row, shared_bytes, shared_bytes_ostage, shared_bytes_q2,
+    within_bound,
 };
 
 /// Errors as text (this is test and benchmark code).
@@ -82,7 +83,13 @@ pub fn kernel(context: &Context, name: &str) -> Res<&'static ForwardKernel> {
 /// The dynamic shared memory of instance `name`.
 pub fn shared_bytes_of(name: &str) -> u32 {
     let d = if name.starts_with("attention_d128") { 128 } else { 64 };
-    if name.ends_with("_q2") { shared_bytes_q2(d, stages(name)) } else { shared_bytes(d, stages(name)) }
+    if name.ends_with("_q2") {
+        shared_bytes_q2(d, stages(name))
+    } else if name.ends_with("_ostg") || name.ends_with("_obulk") {
+        shared_bytes_ostage(d, stages(name))
+    } else {
+        shared_bytes(d, stages(name))
+    }
 }
 
 impl Problem {

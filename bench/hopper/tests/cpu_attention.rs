@@ -10,8 +10,9 @@ use ferrocuda_device::half::bf16;
 use ferrocuda_device::tma::TensorMap as DeviceMap;
 use ferrocuda_host::{LaunchConfig, TensorDataType, TensorMap, TensorSwizzle, TiledLayout};
 use hopper_kernels::attention::{
-    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2, attention_body_persistent_with,
-    attention_body_with, reference_row, shared_bytes, shared_bytes_q2, within_bound,
+    BM, BOX, THREADS, attention_body, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
+    attention_body_persistent_staged, attention_body_persistent_with, attention_body_with, reference_row, shared_bytes, shared_bytes_ostage, shared_bytes_q2,
+    within_bound,
 };
 
 fn random_bf16(len: usize, mut seed: u64) -> Vec<bf16> {
@@ -78,12 +79,42 @@ fn check_all(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32,
 /// (`attention_body_persistent_chain`, one or two Q buffers as `q2` says).
 #[allow(clippy::too_many_arguments)]
 fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u32, persistent: Option<u32>, poly: u32, q2: bool, chain: bool) -> f64 {
+    check_staged(d, causal, schedule, seq_len, heads, persistent, poly, q2, chain, None, 0)
+}
+
+/// 16 bytes, 16-byte aligned: O's storage in [`check_staged`].
+#[derive(Clone, Copy)]
+#[repr(C, align(16))]
+struct Words4([u32; 4]);
+
+/// [`check_chain`], or with `staged` (`chain`, one Q buffer) the chained kernels writing O
+/// through shared memory (`attention_body_persistent_staged`: `Some(false)` the `_ostg`
+/// body, `Some(true)` the `_obulk` one), O starting `o_shift` words (4 bytes each) past a
+/// 16-byte boundary (0: the staged stores; 1-3: the 4-byte stores they fall back to).
+#[allow(clippy::too_many_arguments)]
+fn check_staged(
+    d: u32,
+    causal: bool,
+    schedule: Schedule,
+    seq_len: u32,
+    heads: u32,
+    persistent: Option<u32>,
+    poly: u32,
+    q2: bool,
+    chain: bool,
+    staged: Option<bool>,
+    o_shift: usize,
+) -> f64 {
     assert!(!q2 || (persistent.is_some() && poly == 0), "q2: the persistent MUFU kernels only");
     assert!(!chain || (persistent.is_some() && poly == 0), "chain: the persistent MUFU kernels only");
+    assert!(staged.is_none() || (persistent.is_some() && poly == 0 && !q2), "staged: the persistent MUFU kernels with one Q buffer only");
     let len = (heads * seq_len * d) as usize;
     let seed = 0x1000 * d as u64 + 10 * seq_len as u64 + causal as u64;
     let (q, k, v) = (random_bf16(len, seed + 1), random_bf16(len, seed + 2), random_bf16(len, seed + 3));
-    let mut o = vec![0x7fc1_7fc1u32; len / 2];
+    let mut storage = vec![Words4([0x7fc1_7fc1u32; 4]); (len / 2 + o_shift).div_ceil(4)];
+    // SAFETY: `storage` is `Words4`s of 4 `u32`s each, contiguous (`repr(C)`, no padding): as
+    // `u32`s they are `4 x` as many, of which the view takes `len / 2` from `o_shift` (inside).
+    let o = unsafe { std::slice::from_raw_parts_mut(storage.as_mut_ptr().cast::<u32>().add(o_shift), len / 2) };
     let mut lse = vec![f32::NAN; (heads * seq_len) as usize];
     let (qm, km, vm) = (map(&q, d, seq_len, heads), map(&k, d, seq_len, heads), map(&v, d, seq_len, heads));
     let pointers = [
@@ -95,7 +126,13 @@ fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u3
     ];
     let scale_log2 = (1.0 / (d as f32).sqrt()) * std::f32::consts::LOG2_E;
     let grid = persistent.map_or((seq_len.div_ceil(BM), heads), |blocks| (blocks, 1));
-    let shared = if q2 { shared_bytes_q2(d, schedule.stages) } else { shared_bytes(d, schedule.stages) };
+    let shared = if q2 {
+        shared_bytes_q2(d, schedule.stages)
+    } else if staged.is_some() {
+        shared_bytes_ostage(d, schedule.stages)
+    } else {
+        shared_bytes(d, schedule.stages)
+    };
     let config = LaunchConfig::new(grid, THREADS).with_shared_bytes(shared);
     // The persistent kernels' work counter (0 at the launch).
     let mut counter = Box::new(0u32);
@@ -124,6 +161,23 @@ fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u3
                     (128, false, s, false, 16) if s == two => attention_body_with::<128, false, true, false, 2, 16>(qm, km, vm, o, lse, seq_len, scale_log2),
                     _ => unreachable!("no such poly variant"),
                 };
+            }
+            if let Some(bulk) = staged {
+                let next = next as *mut u32;
+                macro_rules! pick_staged {
+                    ($($d:literal $c:literal $p:literal $s:literal $chain:literal $bulk:literal),*) => {
+                        match (d, causal, schedule, chain, bulk) {
+                            $(($d, $c, Schedule { overlap: true, pingpong: $p, stages: $s }, $chain, $bulk) => {
+                                attention_body_persistent_staged::<$d, $c, $p, $s, $chain, $bulk>(qm, km, vm, o, lse, seq_len, scale_log2, heads, next)
+                            })*
+                            _ => unreachable!("no such staged variant"),
+                        }
+                    };
+                }
+                // The library's staged instances (and the chained ones at D 64, the body's other
+                // head dimension).
+                return pick_staged!(128 false true 2 true false, 128 false true 2 true true, 64 false true 2 true false, 64 false true 2 true true,
+                    128 true false 2 false false, 64 false false 2 false false, 64 true true 2 false false);
             }
             if chain {
                 let next = next as *mut u32;
@@ -187,7 +241,8 @@ fn check_chain(d: u32, causal: bool, schedule: Schedule, seq_len: u32, heads: u3
     };
     CpuExecutor::new().with_race_detection(false).run("attention", config, &body).unwrap();
     let what = format!(
-        "d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}, q2 {q2}, chain {chain}"
+        "d {d}, causal {causal}, {schedule:?}, seq_len {seq_len}, heads {heads}, persistent on {persistent:?} blocks, poly {poly}, q2 {q2}, chain {chain}, \
+         staged {staged:?}, O shifted by {o_shift} words"
     );
     if let Some(blocks) = persistent {
         // Each block's producer takes one number from the counter per tile it loaded.
@@ -311,4 +366,28 @@ fn s23_cpu_attention_persistent_chained_items() {
     check_chain(128, true, pingpong(2), 452, 2, Some(1), 0, false, true);
     check_chain(128, false, pingpong(3), 452, 2, Some(1), 0, false, true);
     check_chain(128, false, pingpong(3), 200, 5, Some(3), 0, false, true);
+}
+
+/// Issue 31, session 24: the persistent kernels writing O through shared memory
+/// (`attention_body_persistent_staged`: `stmatrix` into a padded staging buffer, then
+/// whole rows, 16 bytes a lane or one bulk copy a row), chained at D 128 (the library's
+/// instances) and D 64, and not chained as the other persistent picks: several items a block,
+/// ragged last tiles (the rows past S not stored), every output against f64; and O 4 but not
+/// 16 bytes aligned, where the body falls back to the 4-byte stores.
+#[test]
+fn s24_cpu_attention_chained_items_through_shared_memory() {
+    let pingpong = Schedule { overlap: true, pingpong: true, stages: 2 };
+    for bulk in [false, true] {
+        check_staged(128, false, pingpong, 300, 3, Some(2), 0, false, true, Some(bulk), 0);
+        check_staged(128, false, pingpong, 100, 12, Some(3), 0, false, true, Some(bulk), 0);
+        check_staged(64, false, pingpong, 200, 3, Some(1), 0, false, true, Some(bulk), 0);
+        check_staged(128, false, pingpong, 200, 2, Some(2), 0, false, true, Some(bulk), 1);
+    }
+    // The persistent picks without the chain (`_ostg`, the final call's trials): D 128 causal
+    // without the turns, D 64 without the mask, D 64 causal with the turns.
+    let two = Schedule { overlap: true, pingpong: false, stages: 2 };
+    check_staged(128, true, two, 300, 3, Some(2), 0, false, false, Some(false), 0);
+    check_staged(64, false, two, 300, 3, Some(2), 0, false, false, Some(false), 0);
+    check_staged(64, true, pingpong, 452, 2, Some(1), 0, false, false, Some(false), 0);
+    check_staged(64, true, pingpong, 200, 2, Some(2), 0, false, false, Some(false), 3);
 }

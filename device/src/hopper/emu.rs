@@ -204,6 +204,20 @@ pub(crate) fn bulk_reduce_add_f32(dst: *mut f32, src: u32, bytes: u32) {
     }
 }
 
+/// `cp.async.bulk.global.shared::cta` done at once: the bytes at `src..src + bytes` in shared
+/// memory written to `dst..dst + bytes`.
+pub(crate) fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
+    assert!(
+        bytes.is_multiple_of(16) && src.is_multiple_of(16) && (dst as usize).is_multiple_of(16),
+        "cp.async.bulk: 16-byte aligned addresses and a multiple of 16 bytes"
+    );
+    for i in 0..bytes {
+        // SAFETY: `shared_pointer` checks bounds; the caller's contract: `dst` holds `bytes`
+        // bytes that this copy may write.
+        unsafe { *dst.add(i as usize) = *emu::shared_pointer::<u8>(src + i) };
+    }
+}
+
 /// Walks the box of the (emulated) tensor map at `map` whose first element is at `coords`,
 /// byte by byte in shared-memory order: calls `visit(global, offset)` with the byte's address
 /// in the array (`None` outside it) and its swizzled offset from the box's shared-memory start.

@@ -351,6 +351,36 @@ pub unsafe fn bulk_reduce_add_f32(dst: *mut f32, src: u32, bytes: u32) {
     };
 }
 
+/// Copies `bytes` consecutive bytes of shared memory at `src` to global memory at `dst` through
+/// the copy engine (`cp.async.bulk.global.shared::cta.bulk_group`): one thread issues it and goes
+/// on; it joins this thread's bulk group like a TMA store ([`store_commit`], [`store_wait_read`]
+/// before `src` is rewritten, [`store_wait`] before the block exits). Unlike a tensor store it
+/// needs no map: for a tile whose rows are contiguous in global memory (one copy a row, or one
+/// for the whole tile when shared memory holds it unpadded).
+///
+/// # Safety
+/// `dst` is 16-byte aligned global memory of `bytes` writable bytes that no other thread or
+/// kernel reads or writes until [`store_wait`] returns (the copy is a write by this thread that
+/// lasts until then); `src` is 16-byte aligned, inside this block's shared memory, and holds the
+/// bytes, written before a [`fence_proxy_async_shared`] by each writing thread and a barrier
+/// with this thread, unchanged until [`store_wait_read`] returns; `bytes` is a positive multiple
+/// of 16.
+///
+/// On the CPU executor the copy happens at once.
+#[inline(always)]
+pub unsafe fn bulk_store(dst: *mut u8, src: u32, bytes: u32) {
+    #[cfg(not(target_arch = "nvptx64"))]
+    crate::hopper::emu::bulk_store(dst, src, bytes);
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.global.shared::cta.bulk_group [{d}], [{s}], {n};",
+            d = in(reg64) dst, s = in(reg32) src, n = in(reg32) bytes, options(nostack)
+        )
+    };
+}
+
 /// Closes the group of bulk stores issued so far by this thread (`cp.async.bulk.commit_group`).
 /// Nothing to do on the CPU executor (its stores are done when issued).
 #[inline(always)]

@@ -76,6 +76,25 @@ pub const fn shared_bytes_q2(head_dim: u32, stages: u32) -> u32 {
     shared_bytes(head_dim, stages) + tile_bytes(head_dim) + 40
 }
 
+/// Bytes of one row of the `_ostg` / `_obulk` kernels' O staging buffer: `D` bf16 and 16 bytes
+/// of padding, so that the 8 rows of each `stmatrix` 8x8 matrix fall in distinct 16-byte bank
+/// groups (a row of `2·D` bytes would put them all in the same four banks).
+pub const fn o_stage_row(head_dim: u32) -> u32 {
+    2 * head_dim + 16
+}
+
+/// Where the O staging buffer starts, in bytes after the barriers (which take at most 176 bytes:
+/// [`shared_bytes_q2`]'s with 3-deep rings).
+pub const O_STAGE_OFFSET: u32 = 256;
+
+/// Dynamic shared memory per block of the persistent kernels that write O through shared memory
+/// (`_ostg`, `_obulk`; issue 31, session 24): the tiles of [`shared_bytes`], the barriers, then
+/// (at [`O_STAGE_OFFSET`]) a staging buffer of 128 rows of [`o_stage_row`] bytes, 1 KiB to
+/// align (D 128 with 2-deep rings: 199 936 bytes).
+pub const fn shared_bytes_ostage(head_dim: u32, stages: u32) -> u32 {
+    (1 + 2 * stages) * tile_bytes(head_dim) + O_STAGE_OFFSET + BM * o_stage_row(head_dim) + 1024
+}
+
 /// Query tiles of a head: `⌈seq_len / 128⌉`, at least 1.
 pub const fn q_tiles(seq_len: u32) -> u32 {
     let tiles = seq_len.div_ceil(BM);
@@ -165,7 +184,7 @@ pub const fn kv_tiles_d256(causal: bool, q0: u32, seq_len: u32) -> u32 {
 pub use body::{ForwardArgs, ForwardKernel, ForwardLaunch, forward_kernel};
 pub use body::{
     attention_body, attention_body_d256, attention_body_persistent, attention_body_persistent_chain, attention_body_persistent_q2,
-    attention_body_persistent_with, attention_body_with,
+    attention_body_persistent_staged, attention_body_persistent_with, attention_body_with,
 };
 
 /// Degree of [`exp2_poly`]'s polynomial in the `_poly` kernels.
@@ -295,6 +314,142 @@ pub fn within_bound(reference: &Reference, o: &[f32], lse: f32) -> Result<f64, S
     Ok(worst.max(error / bound))
 }
 
+/// Writing a `wgmma` accumulator tile out through shared memory (issue 31, session 24): the
+/// forward's `_ostg` / `_obulk` epilogue and the backward's dK/dV epilogue trials. A tile of
+/// `m64nD` accumulators (rows `16 warp + lane / 4` and `+ 8`, columns `8 i + 2 (lane % 4)` and
+/// `+ 1` in registers `4 i + 2 h` and `+ 1`) stored straight from the registers takes 4-byte
+/// stores that touch 8 rows a warp instruction (16 bytes of each); through shared memory each
+/// warp writes its 16 rows with `stmatrix` and stores them in whole rows.
+pub(crate) mod staging {
+    use ferrocuda_device::ldmatrix;
+    use ferrocuda_device::sync::sync_warp;
+    use ferrocuda_device::tma::{bulk_store, fence_proxy_async_shared, store_commit, store_wait_read};
+    use ferrocuda_device::unroll::unroll;
+    use ferrocuda_device::vector::store_v4;
+
+    /// Bytes of one staging row for head dimension `d`: `d` 16-bit values and 16 bytes of
+    /// padding ([`super::o_stage_row`]).
+    #[inline(always)]
+    pub(crate) const fn row_bytes(d: u32) -> u32 {
+        super::o_stage_row(d)
+    }
+
+    /// `ld.shared.v4.b32`: 16 bytes of shared memory at `address`.
+    ///
+    /// # Safety
+    /// `address` is a 16-byte aligned shared-window address of 16 readable bytes.
+    #[inline(always)]
+    unsafe fn load_shared_v4(address: u32) -> [u32; 4] {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (a, b, c, d): (u32, u32, u32, u32);
+            // SAFETY: the caller's contract.
+            unsafe {
+                core::arch::asm!(
+                    "ld.shared.v4.b32 {{{a}, {b}, {c}, {d}}}, [{p}];",
+                    a = out(reg32) a, b = out(reg32) b, c = out(reg32) c, d = out(reg32) d, p = in(reg32) address, options(nostack, readonly)
+                )
+            };
+            [a, b, c, d]
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            use ferrocuda_device::shared::SharedElement;
+            // SAFETY: the caller's contract, for each of the four words.
+            unsafe { [u32::load_shared(address), u32::load_shared(address + 4), u32::load_shared(address + 8), u32::load_shared(address + 12)] }
+        }
+    }
+
+    /// Before this warp rewrites its staging rows: its lanes' bulk copies out of them have read
+    /// them (`BULK`), and every lane's reads of them are done.
+    #[inline(always)]
+    pub(crate) fn reuse<const BULK: bool>() {
+        if BULK {
+            store_wait_read::<0>();
+        }
+        sync_warp(u32::MAX);
+    }
+
+    /// Writes this warp's 16 rows of the accumulator tile `acc` (its row `16 warp + r` as staging
+    /// row `r` at `base + r · row_bytes(D)`), row half `h` times `factor[h]`, each value pair
+    /// packed by `pack`, with `stmatrix` (conflict-free: the 8 padded rows of a matrix fall in
+    /// distinct 16-byte bank groups).
+    ///
+    /// # Safety
+    /// The warp's 32 lanes call it together with the same `base`: 16 rows of
+    /// [`row_bytes`]`(D)` bytes of shared memory, 16-byte aligned, that nothing else reads or
+    /// writes until this warp is done with them (after [`reuse`], for a second use).
+    #[inline(always)]
+    pub(crate) unsafe fn write<const D: u32>(acc: &[f32; 64], factor: [f32; 2], base: u32, lane: u32, pack: impl Fn(f32, f32) -> u32) {
+        let matrix = lane / 8;
+        let (row, half) = (lane % 8 + 8 * (matrix & 1), 8 * (matrix >> 1));
+        unroll::<8>(|t| {
+            let t = t as u32;
+            if t < D / 16 {
+                // Matrices 0..4: rows 0..8 and 8..16 of columns 16t.., then of columns 16t + 8..;
+                // lane l holds row l / 4, columns 2 (l % 4) and + 1 of each (registers 4i + 2h).
+                let (i, j) = (8 * t as usize, 8 * t as usize + 4);
+                let value = [
+                    pack(acc[i] * factor[0], acc[i + 1] * factor[0]),
+                    pack(acc[i + 2] * factor[1], acc[i + 3] * factor[1]),
+                    pack(acc[j] * factor[0], acc[j + 1] * factor[0]),
+                    pack(acc[j + 2] * factor[1], acc[j + 3] * factor[1]),
+                ];
+                // SAFETY: the warp's lanes run it together; each row address is a 16-byte chunk
+                // (8 columns) of the warp's 16 rows (row < 16, column < D), 16-byte aligned,
+                // written by this one lane (the caller's contract for the rest).
+                unsafe { ldmatrix::store_x4(base + row * row_bytes(D) + 2 * (16 * t + half), value) };
+            }
+        });
+    }
+
+    /// Stores this warp's 16 staging rows at `base` (written by [`write`]) to global memory:
+    /// row `r` to `row_at(r)` (`None`: not stored, e.g. a row past the array's end), `2·D`
+    /// bytes; with `BULK` one bulk copy a row (lanes 0..16 issue them and commit a group),
+    /// otherwise 16 bytes a lane with `st.global.v4` (`32 / (D / 8)` rows a warp instruction).
+    ///
+    /// # Safety
+    /// The warp's 32 lanes call it together after [`write`] with the same `base` and `row_at`;
+    /// each `Some` address is 16-byte aligned global memory of `2·D` bytes that only this warp
+    /// writes and nothing reads during the kernel (with `BULK`: every lane waits for its copies,
+    /// `store_wait`, before the block exits, and calls [`reuse`] before it rewrites the rows).
+    #[inline(always)]
+    pub(crate) unsafe fn copy_out<const D: u32, const BULK: bool>(base: u32, lane: u32, row_at: impl Fn(u32) -> Option<*mut u8>) {
+        let stride = row_bytes(D);
+        if BULK {
+            // The copy engine reads what `stmatrix` wrote: each writer's proxy fence, then the
+            // warp's barrier with the issuing lanes.
+            fence_proxy_async_shared();
+            sync_warp(u32::MAX);
+            if lane < 16 {
+                if let Some(dst) = row_at(lane) {
+                    // SAFETY: the caller's contract for `dst`; the source is staging row `lane`,
+                    // fenced above and rewritten only after `reuse`.
+                    unsafe { bulk_store(dst, base + lane * stride, 2 * D) };
+                }
+                store_commit();
+            }
+        } else {
+            sync_warp(u32::MAX);
+            // 16-byte chunks a row (D 128: 16, two rows a warp instruction).
+            let chunks = 2 * D / 16;
+            unroll::<8>(|k| {
+                let k = k as u32;
+                if k < D / 16 {
+                    let (r, c) = (k * (32 / chunks) + lane / chunks, lane % chunks);
+                    // SAFETY: row r < 16, chunk c < 2D / 16: inside the warp's staging rows,
+                    // 16-byte aligned, written by `write` before the barrier.
+                    let value = unsafe { load_shared_v4(base + r * stride + 16 * c) };
+                    if let Some(dst) = row_at(r) {
+                        // SAFETY: the caller's contract: this lane's 16 bytes of the row.
+                        unsafe { store_v4(dst.add(16 * c as usize).cast::<[u32; 4]>(), value) };
+                    }
+                }
+            });
+        }
+    }
+}
+
 mod body {
     use super::*;
     use ferrocuda_device::atomic::Atomic;
@@ -308,7 +463,7 @@ mod body {
     use ferrocuda_device::shared::{SharedElement, dynamic_shared};
     use ferrocuda_device::sync::sync_threads;
     use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
-    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address};
+    use ferrocuda_device::tma::{TensorMap, dynamic_shared_address, store_wait};
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warp::shuffle_xor;
     use ferrocuda_device::warpgroup;
@@ -589,6 +744,12 @@ mod body {
             // SAFETY: slot 0: `q_empty`; slot 1 (the `_q2` kernels only): the next 8 bytes of
             // their region, used only as this barrier.
             if slot == 0 { self.q_empty() } else { unsafe { MBarrier::at(self.q2_region() + 8) } }
+        }
+        /// The `_ostg` / `_obulk` kernels' O staging buffer: 128 rows of [`o_stage_row`] bytes,
+        /// [`O_STAGE_OFFSET`] bytes after the barriers' start (16-byte aligned).
+        #[inline(always)]
+        fn o_stage(self) -> u32 {
+            self.barriers() + O_STAGE_OFFSET
         }
         /// Persistent kernels' work-item slots: 2 (4 with two Q buffers, so that the producer,
         /// up to two items ahead, never rewrites a slot the consumers have not read: it
@@ -1014,6 +1175,64 @@ mod body {
         });
     }
 
+    /// The epilogues of the persistent bodies (their `EPI` parameter): [`store_rows`]' 4-byte
+    /// stores straight from the accumulators (every kernel before session 24), ...
+    const EPI_SCATTER: u32 = 0;
+    /// ... O through the staging buffer, read back in whole rows and stored 16 bytes a lane
+    /// (`_ostg`), ...
+    const EPI_STG: u32 = 1;
+    /// ... or O through the staging buffer and the copy engine, one bulk copy a row (`_obulk`).
+    const EPI_BULK: u32 = 2;
+
+    /// The epilogue through shared memory (`_ostg` with `BULK` false, `_obulk` with it; issue
+    /// 31, session 24): this warp's 16 rows of O, normalised, go into its 16 rows of the
+    /// staging buffer with `stmatrix` (the accumulator layout is that of its 8x8 matrices; the
+    /// padded rows make it conflict-free), then out in whole rows: with `BULK` one bulk copy a
+    /// row (lanes 0..15, the copy engine), otherwise read back 16 bytes a lane and stored with
+    /// `st.global.v4` (two 256-byte rows a warp instruction at D 128, where [`store_rows`]'
+    /// 4-byte stores touch 8 rows an instruction, 16 bytes each). Rows past `seq_len` are not
+    /// stored. The LSE as in [`store_rows`].
+    ///
+    /// # Safety
+    /// As for [`store_rows`], with O 16-byte aligned; the warp's 32 lanes call it together
+    /// (`stmatrix`, `bar.warp.sync`); `stage` is the staging buffer (128 rows of
+    /// [`o_stage_row`]`(D)` bytes, 16-byte aligned), whose 16 rows of this warp nothing else
+    /// touches; with `BULK`, every lane waits for its bulk copies (`store_wait`) before the
+    /// block exits.
+    #[inline(always)]
+    unsafe fn store_rows_staged<const D: u32, const BULK: bool>(state: Running, rows: Rows, o: *mut u32, lse: *mut f32, head: u32, stage: u32) {
+        let Running { acc, m, l } = state;
+        let (lane, seq_len) = (rows.lane, rows.seq_len);
+        let mut inverse = [0.0f32; 2];
+        unroll::<2>(|h| {
+            let mut total = l[h];
+            total += shuffle_xor(total, 1);
+            total += shuffle_xor(total, 2);
+            inverse[h] = if total > 0.0 { 1.0 / total } else { 0.0 };
+            let row = rows.row0 + 8 * h as u32;
+            if row < seq_len && lane.is_multiple_of(4) {
+                // SAFETY: inside `lse` (the caller's contract).
+                unsafe { *lse.add(head as usize * seq_len as usize + row as usize) = (m[h] + total.fast_log2()) * core::f32::consts::LN_2 };
+            }
+        });
+        // The warp's first row (of O, and of the block's 128-row tile) and its staging rows.
+        let first = rows.row0 - lane / 4;
+        let base = stage + (first - rows.q0) * o_stage_row(D);
+        staging::reuse::<BULK>();
+        // SAFETY: the warp's lanes call it together (the caller's contract); its 16 staging
+        // rows are its own, free after `reuse`.
+        unsafe { staging::write::<D>(&acc, inverse, base, lane, pack_bf16x2) };
+        let row_at = |r: u32| {
+            let row = first + r;
+            // Inside O (row < seq_len), 16-byte aligned (O is; rows are 2D bytes).
+            (row < seq_len).then(|| o.cast::<u8>().wrapping_add((head as usize * seq_len as usize + row as usize) * 2 * D as usize))
+        };
+        // SAFETY: each row of this warp's item is written by this warp alone (the item is the
+        // block's, the rows the warp's), O 16-byte aligned (the caller's contract); `_obulk`
+        // waits for its copies before the block exits (`persistent`).
+        unsafe { staging::copy_out::<D, BULK>(base, lane, row_at) };
+    }
+
     /// The kernel body (see the module docs), every exponential on the MUFU pipe:
     /// [`attention_body_with`] with `POLY = 0`.
     ///
@@ -1201,7 +1420,7 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 2, false, EPI_SCATTER>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// [`attention_body_persistent`] (`QB` 1) or [`attention_body_persistent_q2`] (`QB` 2)
@@ -1227,7 +1446,48 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, QB, true>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, 0, QB, true, EPI_SCATTER>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+    }
+
+    /// [`attention_body_persistent`] (`CHAIN` false) or [`attention_body_persistent_chain`]
+    /// (`CHAIN` true) with one Q buffer, writing O through shared memory (the `_ostg` kernels,
+    /// `BULK` false, and `_obulk`, `BULK` true; issue 31, session 24): each warp puts its 16
+    /// normalised rows into a staging buffer with `stmatrix` and stores them in whole rows, 16
+    /// bytes a lane (`_ostg`) or one bulk copy a row through the copy engine (`_obulk`), instead
+    /// of 4-byte stores that touch 8 rows a warp instruction. A launch whose O is not 16-byte
+    /// aligned takes the 4-byte stores.
+    ///
+    /// # Safety
+    /// As for [`attention_body_persistent`], with [`shared_bytes_ostage`]`(D, STAGES)` of
+    /// dynamic shared memory.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn attention_body_persistent_staged<
+        const D: u32,
+        const CAUSAL: bool,
+        const PINGPONG: bool,
+        const STAGES: u32,
+        const CHAIN: bool,
+        const BULK: bool,
+    >(
+        q_map: *const TensorMap,
+        k_map: *const TensorMap,
+        v_map: *const TensorMap,
+        o: *mut u32,
+        lse: *mut f32,
+        seq_len: u32,
+        scale_log2: f32,
+        heads: u32,
+        next: *mut u32,
+    ) {
+        // SAFETY: the caller's contract.
+        unsafe {
+            if BULK {
+                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, CHAIN, EPI_BULK>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
+            } else {
+                persistent::<D, CAUSAL, PINGPONG, STAGES, 0, 1, CHAIN, EPI_STG>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next)
+            }
+        }
     }
 
     /// [`attention_body_persistent`] with `POLY` of the 16 column pairs of each score row
@@ -1249,18 +1509,29 @@ mod body {
         next: *mut u32,
     ) {
         // SAFETY: the caller's contract.
-        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1, false>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
+        unsafe { persistent::<D, CAUSAL, PINGPONG, STAGES, POLY, 1, false, EPI_SCATTER>(q_map, k_map, v_map, o, lse, seq_len, scale_log2, heads, next) }
     }
 
     /// The persistent body with `QB` (1 or 2) Q buffers: [`attention_body_persistent_with`]
-    /// (1) and [`attention_body_persistent_q2`] (2).
+    /// (1) and [`attention_body_persistent_q2`] (2); `EPI` the epilogue ([`EPI_SCATTER`],
+    /// or through shared memory with one Q buffer: [`EPI_STG`], [`EPI_BULK`]).
     ///
     /// # Safety
     /// As for [`attention_body_persistent`], with [`shared_bytes`]`(D, STAGES)` (`QB` 1) or
-    /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory.
+    /// [`shared_bytes_q2`]`(D, STAGES)` (`QB` 2) of dynamic shared memory
+    /// ([`shared_bytes_ostage`]`(D, STAGES)` with `EPI` other than [`EPI_SCATTER`]).
     #[inline(always)]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn persistent<const D: u32, const CAUSAL: bool, const PINGPONG: bool, const STAGES: u32, const POLY: u32, const QB: u32, const CHAIN: bool>(
+    unsafe fn persistent<
+        const D: u32,
+        const CAUSAL: bool,
+        const PINGPONG: bool,
+        const STAGES: u32,
+        const POLY: u32,
+        const QB: u32,
+        const CHAIN: bool,
+        const EPI: u32,
+    >(
         q_map: *const TensorMap,
         k_map: *const TensorMap,
         v_map: *const TensorMap,
@@ -1273,6 +1544,7 @@ mod body {
     ) {
         const { assert!(POLY <= 16, "POLY: at most the 16 column pairs of a row") };
         const { assert!(QB == 1 || QB == 2, "QB: one or two Q buffers") };
+        const { assert!(EPI == EPI_SCATTER || QB == 1, "EPI: the staging buffer follows one Q buffer's barriers") };
         let tid = thread_idx_x();
         let tile = tile_bytes(D);
         let layout = Layout::<STAGES> { base: (dynamic_shared_address() + 1023) & !1023, tile, qbufs: QB };
@@ -1346,6 +1618,9 @@ mod body {
             other.arrive();
         }
         let (mut n, mut round) = (0u32, 0u32);
+        // O through the staging buffer: only from a 16-byte aligned start (the same in every
+        // thread; otherwise the 4-byte stores).
+        let staged = EPI != EPI_SCATTER && (o as usize).is_multiple_of(16);
         // `CHAIN`: the previous item's tail (or, for the first, the code below) read this
         // item's slot and, for an item, waited for its Q and first key tile and issued its
         // first scores into `s` (waited for before the item starts: no group is in flight
@@ -1407,8 +1682,19 @@ mod body {
             // checks).
             let state =
                 unsafe { consume_tile::<D, CAUSAL, PINGPONG, STAGES, true, POLY, CHAIN>(layout, rows, q, consumer, tiles, round, q_slot, &mut s, &mut chain) };
-            // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads.
-            unsafe { store_rows::<D>(state, rows, o, lse, head) };
+            // SAFETY: O and LSE hold every head's rows (the kernel's contract); head < heads;
+            // staged: O is 16-byte aligned, the warpgroup's lanes are all here, the staging
+            // buffer is in the requested shared memory (the contract) and each warp's 16 rows of
+            // it are its own; `_obulk` waits for its copies after the loop.
+            unsafe {
+                if staged && EPI == EPI_BULK {
+                    store_rows_staged::<D, true>(state, rows, o, lse, head, layout.o_stage());
+                } else if staged {
+                    store_rows_staged::<D, false>(state, rows, o, lse, head, layout.o_stage());
+                } else {
+                    store_rows::<D>(state, rows, o, lse, head);
+                }
+            }
             if CHAIN {
                 // The next item's first scores (or the dropped group), issued by the tail.
                 // SAFETY: the warpgroup's threads run it together.
@@ -1420,6 +1706,10 @@ mod body {
         }
         if PINGPONG && consumer == 0 {
             mine.sync();
+        }
+        if EPI == EPI_BULK {
+            // The block's shared memory (the copies' source) must outlive the copies.
+            store_wait::<0>();
         }
     }
 
@@ -1478,7 +1768,7 @@ mod body {
     /// The forward instance named `name`, if there is one (host builds only).
     #[cfg(not(target_arch = "nvptx64"))]
     pub fn forward_kernel(name: &str) -> Option<&'static ForwardKernel> {
-        [PLAIN, PERSISTENT, PERSISTENT_Q2, PERSISTENT_CHAIN, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
+        [PLAIN, PERSISTENT, PERSISTENT_Q2, PERSISTENT_CHAIN, PERSISTENT_CHAIN_STAGED, d256::D256].into_iter().flatten().find(|kernel| kernel.name == name)
     }
 
     /// The table of a group of forward instances: `$table` names it; `plain` or `persistent`
@@ -1723,6 +2013,51 @@ mod body {
         attention_d128_pingpong_persistent_chain: 128, false, true, 2, 1;
         attention_d128_pingpong_persistent_chain_s3: 128, false, true, 3, 1;
         attention_d128_causal_pingpong_persistent_chain: 128, true, true, 2, 1;
+    }
+
+    macro_rules! persistent_staged_kernels {
+        ($($name:ident: $d:literal, $causal:literal, $pingpong:literal, $stages:literal, $chain:literal, $bulk:literal;)*) => {$(
+            /// Attention forward, persistent (`_chain`: the work items chained), O written
+            /// through shared memory (see [`attention_body_persistent_staged`]), head dimension
+            /// and variant in the name. As the `_persistent` kernels, with
+            /// `shared_bytes_ostage(D, STAGES)` of dynamic shared memory.
+            ///
+            /// # Safety
+            /// As for the one-tile-per-block kernels (the maps).
+            #[kernel(launch_bounds(384, 1))]
+            #[allow(clippy::too_many_arguments)]
+            pub unsafe fn $name(
+                maps: *const TensorMap, map_words: &[u64], q: &[bf16], k: &[bf16], v: &[bf16],
+                mut o: UncheckedSlice<bf16>, mut lse: UncheckedSlice<f32>, seq_len: u32, scale_log2: f32, heads: u32, next: AtomicSlice<u32>,
+            ) {
+                if next.is_empty() || !launch_ok::<$d>(true, shared_bytes_ostage($d, $stages), heads, seq_len, maps, map_words, q, k, v, &mut o, &lse) {
+                    return;
+                }
+                let (o, lse) = (o.as_mut_ptr().cast::<u32>(), lse.as_mut_ptr());
+                // SAFETY: as for the `_persistent` kernels (the staging buffer is in the shared
+                // memory checked above).
+                unsafe {
+                    attention_body_persistent_staged::<$d, $causal, $pingpong, $stages, $chain, $bulk>(
+                        maps, maps.wrapping_add(1), maps.wrapping_add(2), o, lse, seq_len, scale_log2, heads, next.as_ptr(),
+                    )
+                }
+            }
+        )*
+            forward_table!(PERSISTENT_CHAIN_STAGED, persistent: $($name)*);
+        };
+    }
+
+    // Session 24 (issue 31): the chained ping-pong kernel (the pick at D 128 up to S 1k without
+    // the mask) writing O through shared memory: whole rows 16 bytes a lane (`_ostg`) or one
+    // bulk copy a row (`_obulk`), instead of 4-byte stores touching 8 rows a warp instruction.
+    persistent_staged_kernels! {
+        attention_d128_pingpong_persistent_chain_ostg: 128, false, true, 2, true, false;
+        attention_d128_pingpong_persistent_chain_obulk: 128, false, true, 2, true, true;
+        // The other persistent picks the same way (16 bytes a lane: 1.05-1.11x the bulk copies
+        // at D 128 in session 24's mid call), trials for its final call.
+        attention_d128_causal_persistent_ostg: 128, true, false, 2, false, false;
+        attention_d64_persistent_ostg: 64, false, false, 2, false, false;
+        attention_d64_causal_pingpong_persistent_ostg: 64, true, true, 2, false, false;
     }
 
     // Session 16 (issue 31): the short-sequence persistent kernels with two Q buffers.

@@ -237,6 +237,8 @@ mod body {
     use ferrocuda_device::sync::{fence_acq_rel_device, sync_warp};
     use ferrocuda_device::thread::{block_dim_x, block_dim_y, block_dim_z, block_idx_x, block_idx_y, grid_dim_x, grid_dim_y, grid_dim_z, thread_idx_x};
     use ferrocuda_device::tma::{TensorMap, bulk_reduce_add_f32, dynamic_shared_address, fence_proxy_async_shared, store_commit, store_wait, store_wait_read};
+
+    use crate::attention::staging;
     use ferrocuda_device::unroll::unroll;
     use ferrocuda_device::warp::{shuffle, shuffle_xor};
     use ferrocuda_device::warpgroup;
@@ -787,6 +789,7 @@ mod body {
         const DYNAMIC: bool,
         const CONVERT: bool,
         const LAG: u32,
+        const EPI: u32,
     >(
         maps: [*const TensorMap; 6],
         dq_acc: *mut f32,
@@ -804,6 +807,9 @@ mod body {
         // The persistent schedule walks key blocks of equal length (no mask): its blocks'
         // units are taken in turn, not balanced.
         const { assert!(!(PERSISTENT && CAUSAL)) };
+        // The staged epilogue writes dK and dV over K, V and the Q/dO ring, which a persistent
+        // block's next unit loads while this one's are stored.
+        const { assert!(EPI == 0 || !PERSISTENT) };
         let [q_map, k_map, v_map, do_map, lse_map, delta_map] = maps;
         let tid = thread_idx_x();
         let panel = panel_bytes(D);
@@ -1421,6 +1427,44 @@ mod body {
                 let (h, q0) = w.at(w.steps - 1, hk * group);
                 arrive(b, h, q0);
             }
+            // `EPI` 1 and 2 (session 24, trials): the block's last unit's dK and dV through shared
+            // memory (`crate::attention::staging`), in whole rows, 16 bytes a lane (1) or one bulk
+            // copy a row (2), when both start 16-byte aligned.
+            let staged = EPI != 0 && u + 1 == units && (dk as usize).is_multiple_of(16) && (dv as usize).is_multiple_of(16);
+            if staged {
+                // Both consumers have waited for every `wgmma` of the block's last unit, and the
+                // producer loads nothing more: K, V and the Q/dO ring (the first `4 + 2 STAGES`
+                // panels, at least 2 x 128 staging rows) are free. The adding warp reads only the
+                // consumers' dQ tiles, after them.
+                written.sync();
+                let stride = staging::row_bytes(D);
+                let first = 64 * consumer + 16 * warp;
+                let (dk_rows, dv_rows) = (layout.base + first * stride, layout.base + (BN + first) * stride);
+                let row_at = |out: *mut u32| {
+                    move |r: u32| {
+                        let key = k0 + first + r;
+                        // Inside dK / dV (key < seq_kv), 16-byte aligned (the array is, and a row
+                        // is 2D bytes in either layout).
+                        (key < problem.seq_kv).then(|| out.cast::<u8>().wrapping_add(2 * problem.kv_at::<D>(b, hk, key)))
+                    }
+                };
+                // SAFETY: the warp's lanes run it together; its 16 rows of each staging area are
+                // its own (the areas: free, above); each row of dK and dV is this warp's alone
+                // (this block owns keys k0.. of head (b, hk), this warp keys `first..first + 16`
+                // of them); with bulk copies the consumer waits for them before the block exits.
+                unsafe {
+                    staging::write::<D>(&dk_acc, [problem.scale; 2], dk_rows, lane, pack::<F16>);
+                    staging::write::<D>(&dv_acc, [1.0; 2], dv_rows, lane, pack::<F16>);
+                    if EPI == 2 {
+                        staging::copy_out::<D, true>(dk_rows, lane, row_at(dk));
+                        staging::copy_out::<D, true>(dv_rows, lane, row_at(dv));
+                    } else {
+                        staging::copy_out::<D, false>(dk_rows, lane, row_at(dk));
+                        staging::copy_out::<D, false>(dv_rows, lane, row_at(dv));
+                    }
+                }
+                continue;
+            }
             // Epilogue: this thread's two key rows of dK (times the scale) and dV.
             unroll::<2>(|half| {
                 let key = key0 + 8 * half as u32;
@@ -1441,6 +1485,10 @@ mod body {
                     });
                 }
             });
+        }
+        if EPI == 2 {
+            // The block's shared memory (the bulk copies' source) must outlive the copies.
+            store_wait::<0>();
         }
     }
 
@@ -1618,7 +1666,7 @@ mod body {
     }
 
     macro_rules! kernels {
-        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal, $dynamic:literal, $convert:literal;)*) => {$(
+        ($($name:ident: $d:literal, $causal:literal, $f16:literal, $bulk:literal, $early:literal, $stagger:literal, $lpt:literal, $persistent:literal, $dynamic:literal, $convert:literal $(, epi $epi:literal)?;)*) => {$(
             /// Attention backward (see the module docs), head dimension, mask and element type
             /// in the name (the 16-bit operands are its bits). Launch: 384 threads,
             /// `shared_bytes(D)` of dynamic shared memory, grid `(blocks_x(seq_kv, paired),
@@ -1661,7 +1709,7 @@ mod body {
                 // and dQ's accumulator is only added to atomically); `next` is the launch's
                 // counter (an `AtomicSlice`: every access to it is atomic).
                 unsafe {
-                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT, LAG>(
+                    backward_body::<$d, $causal, $f16, $bulk, $early, $stagger, $lpt, $persistent, DYNAMIC, CONVERT, LAG, { 0 $(+ $epi)? }>(
                         [0, 1, 2, 3, 4, 5].map(|i| maps.wrapping_add(i)), dq_acc.as_ptr(), dk.as_mut_ptr().cast(), dv.as_mut_ptr().cast(), problem, next.as_ptr(),
                         dq.as_mut_ptr(), dq_count.as_ptr(),
                     )
@@ -1731,6 +1779,16 @@ mod body {
         attention_backward_d128_causal_bf16_late_cvt2: 128, true, false, true, false, false, false, false, false, 2;
         attention_backward_d64_bf16_cvt2: 64, false, false, true, true, true, false, false, false, 2;
         attention_backward_d64_causal_bf16_late_cvt2: 64, true, false, true, false, false, false, false, false, 2;
+        // Session 24 (trials): the picks at D 128 (bulk dQ; with the mask `_late`) storing dK
+        // and dV through shared memory in whole rows, 16 bytes a lane (`_ostg`) or one bulk
+        // copy a row (`_obulk`).
+        attention_backward_d128_bf16_ostg: 128, false, false, true, true, true, false, false, false, 0, epi 1;
+        attention_backward_d128_bf16_obulk: 128, false, false, true, true, true, false, false, false, 0, epi 2;
+        attention_backward_d128_causal_bf16_late_ostg: 128, true, false, true, false, false, false, false, false, 0, epi 1;
+        attention_backward_d128_causal_bf16_late_obulk: 128, true, false, true, false, false, false, false, false, 0, epi 2;
+        // Session 24 (trials for the final call): the D 64 `_red` schedule the same way.
+        attention_backward_d64_bf16_red_obulk: 64, false, false, false, true, true, false, false, false, 0, epi 2;
+        attention_backward_d64_causal_bf16_red_obulk: 64, true, false, false, true, true, false, false, false, 0, epi 2;
     }
 }
 
