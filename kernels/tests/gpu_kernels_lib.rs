@@ -350,13 +350,15 @@ fn s24_staged_backward_epilogue_on_sm_90_matches_f64() {
     let mut ran = 0;
     for shape in cases {
         for trial in attention::hopper_backward_trial_kernels::<bf16>(&shape, 90) {
+            // The `_obulk` instances are the picks now (run by
+            // `attention_backward_on_sm_90_matches_f64`); the `_ostg` ones stay trials.
             if trial.ends_with("_ostg") || trial.ends_with("_obulk") {
                 attention_backward_on_gpu::<bf16>(&context, &stream, shape, 2e-2, Backward::Sm90(trial));
                 ran += 1;
             }
         }
     }
-    assert_eq!(ran, 2 * cases.len(), "an `_ostg` and an `_obulk` instance per shape");
+    assert!(ran >= cases.len(), "an `_ostg` trial per shape at least (ran {ran})");
 }
 
 fn attention_backward_on_gpu<T: Element>(context: &Context, stream: &Stream, shape: Attention, tol: f64, backward: Backward) {

@@ -96,16 +96,23 @@ pub struct PermutedRowIndex {
     pub y: u32,
 }
 
-/// `i`'s row under the digit swap of radices `a`, `b` (`a, b >= 1`, `a b <= u32::MAX`):
-/// `i = (q a + x) b + y` -> `(q b + y) a + x`.
+/// `i`'s row under the digit swap of radices `a`, `b`: `i = (q a + x) b + y` ->
+/// `(q b + y) a + x`; `None` unless `a, b >= 1` and `a b <= u32::MAX`.
+///
+/// The host's `check_launch` refuses other radices before the launch, but the device checks
+/// them again here rather than assume them (audit 2026-11-29g, G24S-2: a `cols(..)` constant
+/// chosen by `cfg` differently in the two builds met a layout word that did not tell the two
+/// triples apart, and the device then divided by a zero radix it had assumed away). The check
+/// is a 64-bit product and a compare, the same in every thread.
 #[inline(always)]
-fn permuted(i: u32, a: u32, b: u32) -> PermutedRowIndex {
-    // `a, b >= 1` and `a b <= u32::MAX` (`check_launch`): the product does not wrap and no
-    // divisor is zero. Said one fact at a time (LLVM does not split a conjunction), so that the
-    // divisions have no panic path.
-    let group = a.wrapping_mul(b);
-    // SAFETY: `check_launch` refused any other radices before the launch, and the shape is the
-    // same in every thread.
+fn permuted(i: u32, a: u32, b: u32) -> Option<PermutedRowIndex> {
+    let group = u64::from(a) * u64::from(b);
+    if a == 0 || b == 0 || group > u64::from(u32::MAX) {
+        return None;
+    }
+    let group = group as u32;
+    // SAFETY: checked just above; said one fact at a time (LLVM does not split a conjunction),
+    // so that the divisions below have no panic path.
     unsafe {
         core::hint::assert_unchecked(b != 0);
         core::hint::assert_unchecked(group != 0);
@@ -114,7 +121,18 @@ fn permuted(i: u32, a: u32, b: u32) -> PermutedRowIndex {
     let (q, r) = (i / group, i % group);
     let (x, y) = (r / b, r % b);
     let row = u64::from(q) * u64::from(group) + u64::from(y * a + x);
-    PermutedRowIndex { row: row as usize, q, x, y }
+    Some(PermutedRowIndex { row: row as usize, q, x, y })
+}
+
+/// Where row `row` of width `cols` starts, if the whole row lies within `len` elements.
+///
+/// The row reaches almost 2^33 (`q` up to `u32::MAX / group`, times `group`, plus a digit), so
+/// `row * cols` can pass 2^64 with `cols` near 2^31: checked. A wrapped start had handed a late
+/// thread thread 0's row (audit 2026-11-29g, G24S-1).
+#[inline(always)]
+fn row_start(row: usize, cols: u32, len: usize) -> Option<usize> {
+    let start = (row as u64).checked_mul(u64::from(cols))?;
+    (start.checked_add(u64::from(cols))? <= len as u64).then_some(start as usize)
 }
 
 impl<T: Pod> DisjointSlice<'_, T, PermutedRows> {
@@ -128,7 +146,7 @@ impl<T: Pod> DisjointSlice<'_, T, PermutedRows> {
     #[inline(always)]
     pub fn row_of(&self, i: ThreadIndex) -> Option<PermutedRowIndex> {
         let (_, a, b) = self.shape;
-        Some(permuted(u32::try_from(i.get()).ok()?, a, b))
+        permuted(u32::try_from(i.get()).ok()?, a, b)
     }
 
     /// This thread's row: where it is ([`PermutedRowIndex`]) and its `cols` elements, read and
@@ -139,13 +157,9 @@ impl<T: Pod> DisjointSlice<'_, T, PermutedRows> {
     pub fn row_mut(&mut self, me: ThreadIndex) -> Option<(PermutedRowIndex, &mut [T])> {
         let i = me.owned();
         let (cols, a, b) = self.shape;
-        let at = permuted(u32::try_from(i).ok()?, a, b);
-        // `row < 2^32`, `cols < 2^32`: no overflow in u64.
-        let start = at.row as u64 * u64::from(cols);
-        if start + u64::from(cols) > self.len as u64 {
-            return None;
-        }
-        let (start, cols) = (start as usize, cols as usize);
+        let at = permuted(u32::try_from(i).ok()?, a, b)?;
+        let start = row_start(at.row, cols, self.len)?;
+        let cols = cols as usize;
         let pointer = self.note(start, cols, true);
         // SAFETY: `start + cols <= len` (above); the row belongs to this thread alone (see
         // `PermutedRows`), and the borrow of `self` keeps this thread from a second reference.
@@ -168,17 +182,43 @@ mod tests {
             for idx in 0..total {
                 let (h, tt, bb) = (idx % nh, (idx / nh) % t, idx / (nh * t));
                 let want = (bb * nh * t + h * t + tt) as usize;
-                let got = permuted(idx, t, nh);
+                let got = permuted(idx, t, nh).unwrap();
                 assert_eq!((got.row, got.q, got.x, got.y), (want, bb, tt, h), "idx {idx} of ({bs}, {t}, {nh})");
                 assert!(!std::mem::replace(&mut seen[got.row], true), "row {} twice", got.row);
             }
         }
         // Near the top of u32 the row is computed in 64 bits.
-        assert_eq!(permuted(u32::MAX, 1, u32::MAX).row, u32::MAX as usize);
+        assert_eq!(permuted(u32::MAX, 1, u32::MAX).unwrap().row, u32::MAX as usize);
         let i = u32::MAX - 1;
         let (a, b) = (3u32, 5u32);
         let (q, r) = (u64::from(i / 15), i % 15);
-        assert_eq!(permuted(i, a, b).row as u64, q * 15 + u64::from((r % b) * a + r / b));
+        assert_eq!(permuted(i, a, b).unwrap().row as u64, q * 15 + u64::from((r % b) * a + r / b));
+    }
+
+    /// G24S-1 (audit 2026-11-29g): the review's values. Thread 4 294 964 491 under radices
+    /// (198, 21 582 744) has row 8 546 456 754; with `cols` 2 158 408 403 its start wrapped past
+    /// 2^64 to 152 246, inside thread 0's row, and passed the bound. Now it has no row.
+    #[test]
+    fn g24s1_a_row_whose_start_wraps_past_u64_gets_none() {
+        let at = permuted(4_294_964_491, 198, 21_582_744).unwrap();
+        assert_eq!(at.row, 8_546_456_754);
+        let (cols, len) = (2_158_408_403u32, 2_158_560_649usize);
+        assert_eq!((at.row as u64).wrapping_mul(u64::from(cols)), 152_246, "the review's wrap");
+        assert_eq!(row_start(at.row, cols, len), None);
+        assert_eq!(row_start(0, cols, len), Some(0));
+        assert_eq!(row_start(1, cols, len), None, "past the buffer");
+        assert_eq!(row_start(usize::MAX >> 1, u32::MAX, usize::MAX), None, "the end wraps");
+    }
+
+    /// G24S-2 (audit 2026-11-29g): the device no longer assumes the host checked the radices
+    /// (a `cfg`-chosen `cols(..)` constant could differ between the builds): radices the launch
+    /// check refuses give no row.
+    #[test]
+    fn g24s2_radices_the_launch_refuses_give_no_row_on_the_device_side() {
+        for (a, b) in [(0, 65_536), (5, 0), (0, 0), (1 << 16, 1 << 16), (u32::MAX, 2)] {
+            assert_eq!(permuted(7, a, b), None, "{a} {b}");
+        }
+        assert!(permuted(7, 1, 65_536).is_some());
     }
 
     /// The launch-time bound: radices of at least 1 with a product within u32.

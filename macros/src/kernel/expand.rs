@@ -397,15 +397,20 @@ pub fn layout(params: &[Param]) -> Vec<TokenStream> {
                 None => (quote!(0u64), quote!(0u64)),
             };
             // Widths 0 and 1 in the low and high halves; a third (`PermutedRows`'s
-            // `(cols, a, b)`) rotated into the middle (both builds compute the same word).
+            // `(cols, a, b)`) multiplied by an odd constant and XORed over them (both builds
+            // compute the same word). Three widths do not fit one word one-to-one; the OR of a
+            // rotated third made small collisions ((4, 1, 65536) and (4, 0, 65536): audit
+            // 2026-11-29g, G24S-2), which the mixing moves out of reach of plain values, and
+            // the device checks the radices itself, so a collision is a missed diagnostic, not
+            // unsoundness.
             let widths = p.width_consts.iter().map(|(position, item, _)| match *position as u32 {
                 position @ 0..=1 => {
                     let shift = 32 * position;
                     quote!((#item as ::core::primitive::u64) << #shift)
                 }
-                _ => quote!((#item as ::core::primitive::u64).rotate_left(16)),
+                _ => quote!((#item as ::core::primitive::u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)),
             });
-            [size, align, quote!(0u64 #(| #widths)*)]
+            [size, align, quote!(0u64 #(^ #widths)*)]
         })
         .collect()
 }

@@ -872,5 +872,21 @@ fn s24_ftz_marks_the_entry_and_cols_take_three_widths() {
     assert!(flushed.contains("(t , t , nh)"), "{flushed}");
     let plain = expand_ok(quote!(cols(out = (t, t, 4))), item);
     assert!(!plain.contains("__flush_denormals"), "{plain}");
-    assert!(plain.contains("(__FERROCUDA_COLS_k_out_2 as :: core :: primitive :: u64) . rotate_left (16)"), "{plain}");
+    assert!(plain.contains("(__FERROCUDA_COLS_k_out_2 as :: core :: primitive :: u64) . wrapping_mul (0x9e37_79b9_7f4a_7c15)"), "{plain}");
+}
+
+/// G24S-2 (audit 2026-11-29g): the layout word of a three-width `cols(..)` ORed a rotated third
+/// width over the first two, so `(4, 1, 65536)` and `(4, 0, 65536)` gave one word and a
+/// `cfg`-chosen radix passed the host/device comparison. The words are now XORed with the third
+/// multiplied by an odd constant; this is the word the generated expression computes.
+#[test]
+fn g24s2_the_reviews_colliding_width_triples_now_give_different_layout_words() {
+    let item = quote!(
+        pub fn k(mut out: DisjointSlice<f32, PermutedRows>) {}
+    );
+    let out = expand_ok(quote!(cols(out = (4, 1, 65536))), item);
+    assert!(out.contains("^ (__FERROCUDA_COLS_k_out_2 as :: core :: primitive :: u64) . wrapping_mul"), "{out}");
+    let word = |w: [u64; 3]| 0u64 ^ w[0] ^ (w[1] << 32) ^ w[2].wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    assert_ne!(word([4, 1, 65536]), word([4, 0, 65536]));
+    assert_ne!(word([4, 1, 0]), word([4, 0, 0]));
 }
