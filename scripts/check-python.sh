@@ -31,7 +31,7 @@ if [ "${FERROCUDA_SKIP_TORCH_OP:-0}" != 1 ]; then
   if "$venv/bin/python" -c "import torch" 2>/dev/null; then
     g23r_op=$(mktemp -d "${TMPDIR:-/tmp}/ferrocuda-g23r-op.XXXXXX")
     "$venv/bin/python" -m zipfile -e "$CARGO_TARGET_DIR/wheels/g23r_torch_op-"*.whl "$g23r_op"
-    (cd "$root/python/ferrocuda-torch" && G23R_OP_PATH="$g23r_op" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests/test_g23r_fixes.py)
+    (cd "$root/python/ferrocuda-torch" && G23R_OP_PATH="$g23r_op" PYTHONDONTWRITEBYTECODE=1 "$venv/bin/python" -m pytest -q -p no:cacheprovider -rs tests/test_g23r_fixes.py tests/test_g24r_fixes.py)
     rm -rf "$g23r_op"
   fi
 fi
