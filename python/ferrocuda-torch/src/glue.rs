@@ -79,11 +79,11 @@
 //! - (e) Per launch, not per tensor (session 24, audit 2026-11-29f). G24R-1: the check at use
 //!   of one argument lets the GIL go (its `record_stream`, a torch op whose binding releases
 //!   it), so another thread's Python code could free an argument read before; each check at use
-//!   therefore reads again every tensor taken so far ([`Call::read_used`]), and the launch's last
+//!   therefore reads again every tensor taken so far (`Call::read_used`), and the launch's last
 //!   argument's check is a read of all its tensors after the last GIL release. G24R-2: the
 //!   checks across tensors (no output overlaps another tensor, each output lent once) are a
 //!   call's; one launch could mix slices of two calls if a call opened inside another's closure,
-//!   so a thread has one open call at a time ([`OpenCall`]).
+//!   so a thread has one open call at a time (`OpenCall`).
 //!
 //! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
