@@ -86,6 +86,14 @@
 //!   launches no kernel after the call (`Stream::end_loan`), so a clone kept past it launches
 //!   nothing on a handle torch may destroy or capture later (copies and cuBLAS calls through such
 //!   a clone are not refused: docs/interop.md) (session 23, G23R-2).
+//! - (e) Per launch, not per tensor (session 24, audit 2026-11-29f). G24R-1: the check at use
+//!   of one argument lets the GIL go (its `record_stream`, a torch op whose binding releases
+//!   it), so another thread's Python code could free an argument read before; each check at use
+//!   therefore reads again every tensor taken so far (`Call::read_used`), and the launch's last
+//!   argument's check is a read of all its tensors after the last GIL release. G24R-2: the
+//!   checks across tensors (no output overlaps another tensor, each output lent once) are a
+//!   call's; one launch could mix slices of two calls if a call opened inside another's closure,
+//!   so a thread has one open call at a time (`OpenCall`).
 //!
 //! **Streams** (G20R-2). The work is queued on torch's current stream; torch's caching
 //! allocator reuses a freed tensor's memory in the order of the stream it was allocated on. A
@@ -525,6 +533,13 @@ pub struct Call {
     /// stream, before the tensors, whose release may run Python code): the thread's current
     /// context is the caller's again (see the [module docs](self)).
     _current: CurrentGuard,
+    /// Which tensors a launch has taken so far (their `kernel_arg`): each use reads them all
+    /// again, after its own `record_stream` (G24R-1, [`Call::read_used`]).
+    used: RefCell<Vec<bool>>,
+    /// This thread's open call is this one: no other `Call` opens on the thread until it ends
+    /// (G24R-2, [`OpenCall`]). Before `keep`: no slice of the call is left when it is dropped,
+    /// and the tensors' release may run Python code that calls an op.
+    _open: OpenCall,
     /// The tensors themselves, so that their storage outlives every slice lent from `self`
     /// even if the caller lets go of its references; read again at each use.
     keep: Vec<Py<PyAny>>,
@@ -587,6 +602,8 @@ impl Call {
     /// `keep` (the tensors themselves) for its life. Crate-private: the `Call` must stay in
     /// ferrocuda's frame (G23R-4).
     pub(crate) fn from_checked(py: Python<'_>, op: &str, tensors: Vec<TensorInfo>, keep: Vec<Py<PyAny>>, device: usize) -> PyResult<Self> {
+        // First: nothing of this call is lent while another call is open on the thread (G24R-2).
+        let open = OpenCall::enter(op).map_err(PyRuntimeError::new_err)?;
         if host_only() {
             return Err(PyRuntimeError::new_err(format!("{op}: host-only mode (the overhead benchmark's, set_host_only) is on: nothing may launch")));
         }
@@ -613,14 +630,16 @@ impl Call {
         let stream = unsafe { Stream::from_raw_in_owner_captures(&context, raw as ferrocuda_host::sys::CUstream, ()) }.map_err(gpu_error)?;
         *LAST_LAUNCH.lock().unwrap_or_else(|p| p.into_inner()) = Some((raw, tensors.iter().map(|t| t.address).collect()));
         let taken = RefCell::new(vec![false; tensors.len()]);
-        Ok(Call { op: op.to_string(), tensors, taken, stream, stream_object: stream_object.unbind(), _current: current, keep })
+        let used = RefCell::new(vec![false; tensors.len()]);
+        Ok(Call { op: op.to_string(), tensors, taken, stream, stream_object: stream_object.unbind(), _current: current, used, _open: open, keep })
     }
 
     /// Reads tensor `index`, with every Python hook off, where its memory is handed to a launch
     /// (G23R-1, audit 2026-11-29d): records it on the launch stream, then compares its address,
     /// element count, dtype, contiguity and device with what the call checked. From the read to
-    /// the launch only ferrocuda's code runs (the launcher's other arguments, each read the same
-    /// way, and the door).
+    /// the launch only ferrocuda's code runs: the launcher's later arguments' checks, each of
+    /// which reads every tensor the launch took so far after its own `record_stream`
+    /// ([`Call::read_used`], G24R-1), and the door.
     ///
     /// The only read of the tensor between the call's checks and its launches (session 24: the
     /// read at the call's start, `verify`'s, went; everything it guarded is guarded here, after
@@ -638,12 +657,37 @@ impl Call {
             let hooks = crate::native::NoHooks::enter(py)?;
             hooks.record_stream(object, self.stream_object.bind(py))?;
             let gc_again = crate::native::GcPaused::enter(py)?;
-            let now = hooks.read_for_use(object);
+            let outcome = self.read_used(py, &hooks, index);
             drop(hooks);
-            let outcome = now.and_then(|now| compare_at_use(py, &self.op, &self.tensors[index], &now));
             drop(gc_again);
             drop(gc);
             outcome
+        })
+    }
+
+    /// G24R-1 (audit 2026-11-29f): marks tensor `index` as taken by a launch, then reads every
+    /// tensor so marked (`index` among them) with the GIL held and compares each with what the
+    /// call checked. Called by [`Call::check_at_use`] after its `record_stream`, the one step of
+    /// the check that lets the GIL go.
+    ///
+    /// Why all of them: a launcher checks its arguments one after another (`x`, `y`, `out`),
+    /// and `record_stream(y)` (a torch op: its Python binding releases the GIL) lets another
+    /// thread's *Python* code run after `x`'s read; that code may free `x`'s memory
+    /// (`x.untyped_storage().resize_(0)`: no race inside torch, every access is ordered by the
+    /// GIL) and hand it to a new tensor. Re-reading only `y` there (G23R-1's fix) left `x`
+    /// unchecked for the launch. Reading every tensor taken so far after each `record_stream`
+    /// makes the last argument's check a read of all the launch's tensors after the last GIL
+    /// release: from there to the launch nothing lets the GIL go (the reads are torch's C
+    /// getters, which keep it, with the collector paused; then ferrocuda's door and
+    /// `cuLaunchKernel`). A tensor map made from a slice is covered the same way: its source was
+    /// taken (marked) when the map was made, and the launch's later arguments read it again.
+    /// A tensor taken by an earlier launch of the call is read too (a call's tensors are not
+    /// changed during the call: doing so refuses its later launches).
+    fn read_used(&self, py: Python<'_>, hooks: &crate::native::NoHooks<'_>, index: usize) -> PyResult<()> {
+        let indices = mark_used(&mut self.used.borrow_mut(), index);
+        indices.iter().try_for_each(|&i| {
+            let now = hooks.read_for_use(self.keep[i].bind(py))?;
+            compare_at_use(py, &self.op, &self.tensors[i], &now)
         })
     }
 
@@ -712,9 +756,68 @@ impl Call {
         }
         taken[index] = true;
         // SAFETY: as in `input`; besides, no other argument overlaps it (`check_tensors`) and it is
-        // lent once (`taken`), so this is the only access to its memory for the call.
+        // lent once (`taken`), so this is the only access to its memory for the call; and no
+        // other call is open on this thread while this one is (`OpenCall`, G24R-2), so no slice
+        // of another call can join it in a launch.
         let slice = unsafe { BorrowedSliceMut::<T>::new(&self.stream, info.address, info.numel) }.map_err(gpu_error)?;
         Ok(TensorSliceMut { slice, call: self, index, _gil_bound: PhantomData })
+    }
+}
+
+/// Marks tensor `index` as taken by a launch and returns every tensor so marked, in order: what
+/// [`Call::read_used`] reads (G24R-1).
+fn mark_used(used: &mut [bool], index: usize) -> Vec<usize> {
+    used[index] = true;
+    used.iter().enumerate().filter_map(|(i, &u)| u.then_some(i)).collect()
+}
+
+thread_local! {
+    /// The op of the [`Call`] open on this thread, if any ([`OpenCall`]).
+    static OPEN_CALL: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// The mark of the one [`Call`] open on this thread (G24R-2, audit 2026-11-29f): a second
+/// `Call` is refused while it lives.
+///
+/// A call's checks (`check_tensors`: no output overlaps any other tensor; `taken`: each output
+/// lent once) hold among its own tensors. The closure of [`Call::with`] (or of an
+/// [`Op`](crate::op::Op)'s launch) could open another call, from Rust or by calling an op from
+/// Python, and launch with slices of both: the outer call's input `t[:-1]` as a kernel's `&[T]`
+/// and the inner call's output `t[1:]` as its exclusive output (or two outputs over one tensor),
+/// the overlap each call refuses of its own tensors: a data race in the kernel, and `&[T]`
+/// (`ld.global.nc`) over memory the kernel writes. With one call open per thread, every slice
+/// a launch on this thread can take comes from one call (the slices are neither `Send` nor
+/// `Sync`, so no other thread's call can lend them here), so that call's checks cover the
+/// launch. A registry of the byte ranges every open call lent would allow nesting; no op needs
+/// it (an op's closure launches kernels; calling another op from it is refused with an error
+/// that says so).
+pub(crate) struct OpenCall {
+    /// Stays on its thread (the mark is the thread's).
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl OpenCall {
+    /// Marks `op`'s call as open on this thread, or the error if another is open (its op named)
+    /// or the thread is ending.
+    pub(crate) fn enter(op: &str) -> Result<OpenCall, String> {
+        let entered = OPEN_CALL.try_with(|open| {
+            let mut open = open.borrow_mut();
+            if let Some(outer) = open.as_deref() {
+                return Err(format!(
+                    "{op}: called while `{outer}` is running on this thread (from its launch closure, or from Python code that                      closure runs): a launch could then take slices of both calls, which neither call checks against the other                      (an output overlapping an input, audit 2026-11-29f G24R-2). Call ops one after another, not one inside another"
+                ));
+            }
+            *open = Some(op.to_string());
+            Ok(OpenCall { _thread_bound: PhantomData })
+        });
+        entered.unwrap_or_else(|_| Err(format!("{op}: called while this thread is ending (its thread-locals are gone): call it from a live thread")))
+    }
+}
+
+impl Drop for OpenCall {
+    fn drop(&mut self) {
+        // `enter` set it on this thread; gone only if the thread is ending, when nothing opens.
+        let _ = OPEN_CALL.try_with(|open| open.borrow_mut().take());
     }
 }
 
@@ -881,4 +984,48 @@ macro_rules! dispatch_float {
             }
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// G24R-2: a second call on a thread with one open is refused, naming the open one; it opens
+    /// once the first ends; another thread is not affected.
+    #[test]
+    fn g24r2_one_open_call_per_thread() {
+        let outer = OpenCall::enter("t::outer").expect("the first call opens");
+        let refused = OpenCall::enter("t::inner").err().expect("a call inside another is refused");
+        assert!(refused.starts_with("t::inner: called while `t::outer` is running on this thread"), "{refused}");
+        assert!(refused.contains("G24R-2"), "{refused}");
+        // The refusal left the outer call's mark alone.
+        assert!(OpenCall::enter("t::again").is_err());
+        std::thread::spawn(|| drop(OpenCall::enter("t::other_thread").expect("another thread's call opens"))).join().unwrap();
+        drop(outer);
+        let next = OpenCall::enter("t::next").expect("after the first ended, the next opens");
+        drop(next);
+    }
+
+    /// G24R-2: a panic out of a call's closure (a launch refused at use unwinds) ends the call.
+    #[test]
+    fn g24r2_an_unwound_call_ends() {
+        let unwound = std::panic::catch_unwind(|| {
+            let _open = OpenCall::enter("t::panics").unwrap();
+            panic!("refused at use");
+        });
+        assert!(unwound.is_err());
+        drop(OpenCall::enter("t::after_panic").expect("the unwound call ended"));
+    }
+
+    /// G24R-1: each use reads every tensor a launch took so far, the one used last among them:
+    /// the launch's last argument's check reads all its arguments.
+    #[test]
+    fn g24r1_each_use_reads_every_tensor_taken_so_far() {
+        let mut used = vec![false; 4];
+        assert_eq!(mark_used(&mut used, 1), [1]);
+        assert_eq!(mark_used(&mut used, 0), [0, 1]);
+        assert_eq!(mark_used(&mut used, 3), [0, 1, 3]);
+        assert_eq!(mark_used(&mut used, 1), [0, 1, 3]);
+        assert_eq!(used, [true, true, false, true]);
+    }
 }

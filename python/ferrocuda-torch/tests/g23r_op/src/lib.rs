@@ -128,6 +128,22 @@ fn scale_add_into(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out:
     })
 }
 
+/// G24R-2 (audit 2026-11-29f): `out = alpha * x + y` with `x` and `y` lent by one call and `out`
+/// by a second call opened inside the first one's closure, all three in one launch. Each call
+/// checks overlaps among its own tensors only, so before the fix an `out` overlapping `x` launched;
+/// now the inner call is refused (one open call per thread).
+#[pyfunction]
+fn nested_calls(py: Python<'_>, x: Bound<'_, PyAny>, y: Bound<'_, PyAny>, out: Bound<'_, PyAny>, alpha: f32) -> PyResult<()> {
+    Call::with(py, "g24r2::outer", &[("x", &x), ("y", &y)], &[], |outer| {
+        let (xs, ys) = (outer.input::<f32>("x")?, outer.input::<f32>("y")?);
+        Call::with(py, "g24r2::inner", &[], &[("out", &out)], |inner| {
+            let mut outs = inner.output::<f32>("out")?;
+            let config = LaunchConfig::for_elements(xs.len().max(1), 256);
+            g23r_kernels::scale_add::launch(inner.stream(), config, alpha, &xs, &ys, &mut outs).map_err(gpu_error)
+        })
+    })
+}
+
 /// The module.
 #[pymodule]
 fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -141,6 +157,7 @@ fn g23r_op(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(keep_stream, m)?,
         wrap_pyfunction!(launch_on_kept_stream, m)?,
         wrap_pyfunction!(forget_call, m)?,
+        wrap_pyfunction!(nested_calls, m)?,
     ] {
         m.add_function(f)?;
     }
