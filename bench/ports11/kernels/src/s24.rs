@@ -182,7 +182,7 @@ pub fn s24_mul_ftz(mut out: DisjointSlice<f32>, x: &[f32], y: &[f32]) {
     }
 }
 
-/// [`s24_mul_ftz`] without `ftz`: IEEE subnormals.
+/// [`s24_mul_ftz()`] without `ftz`: IEEE subnormals.
 #[kernel]
 pub fn s24_mul_ieee(mut out: DisjointSlice<f32>, x: &[f32], y: &[f32]) {
     let i = unique_index();
@@ -248,7 +248,7 @@ fn written_out_sum<const TRAILING: bool>(s: f32) -> f32 {
     total
 }
 
-/// [`written_out_sum`] without the trailing barrier (CUB's and llm.c's one barrier).
+/// `written_out_sum` without the trailing barrier (CUB's and llm.c's one barrier).
 #[kernel]
 pub fn s24_row_sum_one_barrier(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
     let Some(s) = row_partial(x, cols) else { return };
@@ -260,7 +260,7 @@ pub fn s24_row_sum_one_barrier(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
     }
 }
 
-/// [`written_out_sum`] with the trailing barrier.
+/// `written_out_sum` with the trailing barrier.
 #[kernel]
 pub fn s24_row_sum_two_barriers(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
     let Some(s) = row_partial(x, cols) else { return };
@@ -272,7 +272,7 @@ pub fn s24_row_sum_two_barriers(mut sums: PerBlock<f32>, x: &[f32], cols: u32) {
     }
 }
 
-/// [`written_out_sum`] with two barriers, with the block's 3-D rank and size
+/// `written_out_sum` with two barriers, with the block's 3-D rank and size
 /// (`rank_in_block()`, `block_size()`, what the library reads) instead of `threadIdx.x` and
 /// `blockDim.x`: what the any-shape bookkeeping costs (the mid-session call: the library's
 /// `sum` 0.767 of CUB, the written-out fold with the same two barriers 0.888).
@@ -302,7 +302,7 @@ pub fn s24_row_sum_two_barriers_rank3d(mut sums: PerBlock<f32>, x: &[f32], cols:
     }
 }
 
-/// [`written_out_sum`] with two barriers, warp 0 folding the slots as the library does: `shfl.down`
+/// `written_out_sum` with two barriers, warp 0 folding the slots as the library does: `shfl.down`
 /// steps that skip the lanes past the warp count (a lane test and a select beside each shuffle)
 /// instead of the butterfly.
 #[kernel]
