@@ -112,8 +112,9 @@ impl InnerBuild<'_> {
 fn crate_identity(manifest: &Path) -> String {
     let path = std::path::absolute(manifest).unwrap_or_else(|_| manifest.to_path_buf());
     let path = path.canonicalize().unwrap_or(path);
-    // FNV-1a: stable across Rust versions and runs (std's `DefaultHasher` promises neither).
-    let hash = path.as_os_str().as_encoded_bytes().iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+    // The host/device contract's FNV-1a fingerprint: stable across Rust versions and runs
+    // (std's `DefaultHasher` promises neither).
+    let hash = ferrocuda_types::fingerprint(&path.to_string_lossy());
     format!("-Cmetadata=ferrocuda-{hash:016x}")
 }
 
